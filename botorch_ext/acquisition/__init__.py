@@ -1,0 +1,12 @@
+r"""Reparameterized Monte Carlo acquisition functions from [Wilson2017reparam].
+
+Importing this package registers an input constructor for every class with
+``botorch.acquisition.input_constructors``.
+"""
+
+from botorch_ext.acquisition import input_constructors  # noqa: F401  (registers)
+from botorch_ext.acquisition.entropy_search import draw_representer_points, qES
+from botorch_ext.acquisition.probability_of_improvement import qLogSoftPI, qSoftPI
+from botorch_ext.acquisition.ucb import qUCB
+
+__all__ = ["draw_representer_points", "qES", "qLogSoftPI", "qSoftPI", "qUCB"]

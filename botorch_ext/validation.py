@@ -1,0 +1,91 @@
+r"""Argument checks shared by the package.
+
+Every public constructor validates its arguments here so that bad input fails at
+construction with a message naming the argument and the offending value, instead
+of surfacing later as a NaN inside ``optimize_acqf``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+
+def check_positive(
+    name: str, value: float | Tensor, *, allow_zero: bool = False
+) -> None:
+    r"""Raise a ``ValueError`` unless every element of ``value`` is finite and > 0.
+
+    Args:
+        name: The argument name used in the error message.
+        value: A scalar or tensor to check.
+        allow_zero: If True, zero is accepted (i.e. the check is ``>= 0``).
+
+    Raises:
+        ValueError: If ``value`` is NaN, infinite or not (strictly) positive.
+    """
+    t = torch.as_tensor(value, dtype=torch.float64)
+    bound = "non-negative" if allow_zero else "positive"
+    ok = torch.isfinite(t) & ((t >= 0) if allow_zero else (t > 0))
+    if not bool(ok.all()):
+        raise ValueError(f"`{name}` must be finite and {bound}, got {_fmt(value)}.")
+
+
+def check_finite(name: str, value: float | Tensor) -> None:
+    r"""Raise a ``ValueError`` if ``value`` contains NaN or infinite entries.
+
+    Args:
+        name: The argument name used in the error message.
+        value: A scalar or tensor to check.
+
+    Raises:
+        ValueError: If any entry of ``value`` is NaN or +/- inf.
+    """
+    t = torch.as_tensor(value)
+    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        raise ValueError(f"`{name}` must be finite, got {_fmt(value)}.")
+
+
+def check_positive_int(name: str, value: int) -> None:
+    r"""Raise a ``ValueError`` unless ``value`` is an integer >= 1.
+
+    Args:
+        name: The argument name used in the error message.
+        value: The value to check.
+
+    Raises:
+        ValueError: If ``value`` is not an integer or is smaller than one.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+
+
+def check_no_nan_inputs(X: Tensor) -> None:
+    r"""Raise a ``ValueError`` if the candidate tensor ``X`` contains NaN.
+
+    A NaN candidate otherwise propagates through the GP posterior and comes back
+    as a NaN acquisition value, which ``optimize_acqf`` silently treats as a
+    valid (if poor) point.
+
+    Args:
+        X: A ``batch_shape x q x d``-dim tensor of candidates.
+
+    Raises:
+        ValueError: If ``X`` contains NaN.
+    """
+    if bool(torch.isnan(X).any()):
+        raise ValueError(
+            f"`X` contains NaN ({int(torch.isnan(X).sum())} of {X.numel()} entries)."
+        )
+
+
+def _fmt(value: float | Tensor) -> str:
+    if isinstance(value, Tensor):
+        if value.numel() == 1:
+            return repr(value.item())
+        return f"tensor of shape {tuple(value.shape)} with values {value.tolist()}"
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    return repr(value)
