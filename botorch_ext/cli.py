@@ -95,7 +95,7 @@ def _quickstart(iterations: int, q: int, seed: int) -> int:
                 X, Y, feature_names=["x1", "x2"], outcome_names=["y"]
             )
             kwargs = get_acqf_input_constructor(classes[name])(
-                model=model, training_data=data, bounds=unit
+                model=model, training_data=data, bounds=[(0.0, 1.0)] * 2
             )
             acqf = classes[name](**kwargs)
             cand, _ = optimize_acqf(acqf, unit, q=q, num_restarts=4, raw_samples=64)

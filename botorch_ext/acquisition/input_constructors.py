@@ -192,7 +192,7 @@ def construct_inputs_qLogSoftPI(
 def construct_inputs_qES(
     model: Model,
     training_data: MaybeDict[SupervisedDataset],
-    bounds: list[tuple[float, float]] | Tensor | None = None,
+    bounds: list[tuple[float, float]] | None = None,
     representer_points: Tensor | None = None,
     num_representer_points: int = 64,
     tau: float | None = None,
@@ -207,9 +207,9 @@ def construct_inputs_qES(
     Args:
         model: The model to be used in the acquisition function.
         training_data: Dataset(s) used to train the model.
-        bounds: Search-space bounds, as Ax passes them (a list of ``(lower,
-            upper)`` pairs) or a ``2 x d`` tensor; needed to draw representer
-            points when ``representer_points`` is None.
+        bounds: Search-space bounds as a list of ``d`` ``(lower, upper)`` pairs,
+            the convention of BoTorch's input constructors and Ax; needed to
+            draw representer points when ``representer_points`` is None.
         representer_points: A ``m x d``-dim tensor of representer points; drawn
             with ``draw_representer_points`` if None.
         num_representer_points: How many representer points to draw.
@@ -234,9 +234,8 @@ def construct_inputs_qES(
                 "got neither."
             )
         X = _get_dataset_field(training_data, "X", first_only=True, assert_shared=True)
-        bounds = torch.as_tensor(bounds, dtype=X.dtype, device=X.device)
-        if bounds.dim() == 2 and bounds.shape[-1] == 2 and bounds.shape[0] != 2:
-            bounds = bounds.transpose(0, 1)  # Ax's list of (lower, upper) pairs
+        # As in BoTorch's constructors (e.g. qKG's), bounds are ``d`` pairs.
+        bounds = torch.as_tensor(bounds, dtype=X.dtype, device=X.device).transpose(0, 1)
         representer_points = draw_representer_points(
             model=model,
             bounds=bounds,
