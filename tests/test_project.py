@@ -31,3 +31,16 @@ class TestProject(unittest.TestCase):
 
     def test_changelog_has_unreleased_section(self):
         self.assertIn("## [Unreleased]", (ROOT / "CHANGELOG.md").read_text())
+
+
+class TestReadmeQuickStart(unittest.TestCase):
+    def test_quick_start_runs_and_is_at_most_15_lines(self):
+        text = (ROOT / "README.md").read_text()
+        section = text.split("## Quick start", 1)[1]
+        code = re.search(r"```python\n(.+?)\n```", section, flags=re.S).group(1)
+        self.assertLessEqual(len(code.splitlines()), 15)
+        namespace: dict = {}
+        exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+        X_next = namespace["X_next"]
+        self.assertEqual(tuple(X_next.shape), (3, 2))
+        self.assertTrue(((X_next >= 0) & (X_next <= 1)).all())

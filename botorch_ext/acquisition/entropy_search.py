@@ -20,7 +20,6 @@ from botorch.acquisition.monte_carlo import MCAcquisitionFunction
 from botorch.acquisition.objective import PosteriorTransform
 from botorch.models.model import Model
 from botorch.sampling.qmc import NormalQMCEngine
-from botorch.utils.safe_math import logmeanexp
 from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import concatenate_pending_points, t_batch_mode_transform
 from linear_operator.utils.cholesky import psd_safe_cholesky
@@ -186,21 +185,24 @@ class qES(MCAcquisitionFunction):
 
         w, z = self._base_samples(q=q, m=m, like=X)
         tau = self.tau.to(X)
-        # Inner samples of f(R) before and after conditioning, without the mean.
-        prior_dev = z @ L_prior.transpose(-1, -2)  # b x J x m
-        post_dev = z @ L_post.transpose(-1, -2)  # b x J x m
-        h_prior = _relaxed_pmax_entropy(mu_R.unsqueeze(-2) + prior_dev, tau)
-        # Fantasy mean shifts A w: b x F x m.
-        shifts = w @ A.transpose(-1, -2)
+        # Everything is divided by tau on the small tensors, before the one
+        # broadcast add that builds the big fantasies x inner-samples tensor.
+        mu_R = mu_R / tau
+        prior_dev = z @ (L_prior / tau).transpose(-1, -2)  # b x J x m
+        post_dev = z @ (L_post / tau).transpose(-1, -2)  # b x J x m
+        h_prior = _relaxed_pmax_entropy(mu_R.unsqueeze(-2) + prior_dev)
+        means = mu_R.unsqueeze(-2) + w @ (A / tau).transpose(-1, -2)  # b x F x m
 
         F, J = w.shape[0], z.shape[0]
         batch_numel = max(mu_R.numel() // m, 1)
         chunk = max(1, _MAX_CHUNK_ELEMENTS // (J * m * batch_numel))
-        h_post = []
-        for start in range(0, F, chunk):
-            shift = shifts[..., start : start + chunk, :]  # b x F' x m
-            f = (mu_R.unsqueeze(-2) + shift).unsqueeze(-2) + post_dev.unsqueeze(-3)
-            h_post.append(_relaxed_pmax_entropy(f, tau))  # b x F'
+        h_post = [
+            _relaxed_pmax_entropy(
+                means[..., start : start + chunk, :].unsqueeze(-2)
+                + post_dev.unsqueeze(-3)
+            )  # b x F'
+            for start in range(0, F, chunk)
+        ]
         h_post = torch.cat(h_post, dim=-1).mean(dim=-1)
         return h_prior - h_post
 
@@ -231,23 +233,24 @@ class qES(MCAcquisitionFunction):
         return self._base_sample_cache[key]
 
 
-def _relaxed_pmax_entropy(f: Tensor, tau: Tensor) -> Tensor:
+def _relaxed_pmax_entropy(scaled_f: Tensor) -> Tensor:
     r"""Entropy of the softmax-relaxed ``p_max`` estimated from samples of ``f(R)``.
 
-    ``log p_max = logmeanexp_j log_softmax(f_j / tau)`` is computed in log space,
-    so representers with vanishing probability contribute ``p log p -> 0`` with a
-    finite gradient (``xlogy`` on an underflowed ``p`` would give ``0 * -inf``).
+    ``p_max = mean_j softmax(f_j / tau)``. A representer whose probability
+    underflows to exactly zero contributes ``0 * log(tiny) = 0`` to the entropy
+    and a finite gradient, whereas ``xlogy(p, p)`` would back-propagate
+    ``0 / 0``. The softmax and the mean are the only passes over the large
+    ``... x J x m`` tensor, which dominates the cost of ``qES``.
 
     Args:
-        f: A ``... x J x m``-dim tensor of ``J`` joint draws of ``f`` at ``m``
-            representer points.
-        tau: The softmax temperature.
+        scaled_f: A ``... x J x m``-dim tensor of ``J`` joint draws of ``f / tau``
+            at ``m`` representer points.
 
     Returns:
         A ``...``-dim tensor of entropies in nats.
     """
-    log_p = logmeanexp(torch.log_softmax(f / tau, dim=-1), dim=-2)
-    return -(log_p.exp() * log_p).sum(dim=-1)
+    p = torch.softmax(scaled_f, dim=-1).mean(dim=-2)
+    return -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(dim=-1)
 
 
 def draw_representer_points(
