@@ -200,3 +200,22 @@ class TestDrawRepresenterPoints(BotorchTestCase):
             )
         with self.assertRaisesRegex(ValueError, "`num_points`"):
             draw_representer_points(model, torch.tensor([[0.0, 0.0], [1.0, 1.0]]), 0)
+
+
+class TestRelaxedPmaxEntropy(BotorchTestCase):
+    def test_against_direct_formula(self):
+        f = torch.randn(3, 5, 7, dtype=torch.double, device=self.device)
+        p = torch.softmax(f, dim=-1).mean(dim=-2)
+        direct = -(p * p.log()).sum(-1)
+        self.assertAllClose(entropy_search._relaxed_pmax_entropy(f), direct)
+
+    def test_underflowed_probabilities_have_finite_gradients(self):
+        for dtype in (torch.float, torch.double):
+            # One representer dominates by 1e4 / tau: the others underflow to 0.
+            f = torch.zeros(2, 4, 5, dtype=dtype, device=self.device)
+            f[..., 0] = 1e4
+            f.requires_grad_(True)
+            h = entropy_search._relaxed_pmax_entropy(f)
+            self.assertAllClose(h.detach(), torch.zeros_like(h.detach()))
+            (grad,) = torch.autograd.grad(h.sum(), f)
+            self.assertTrue(torch.isfinite(grad).all())

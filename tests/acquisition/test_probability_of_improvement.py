@@ -2,7 +2,11 @@ import math
 
 import torch
 from botorch.acquisition import qProbabilityOfImprovement
-from botorch.acquisition.objective import LinearMCObjective
+from botorch.acquisition.objective import (
+    LinearMCObjective,
+    ScalarizedPosteriorTransform,
+)
+from botorch.models import ModelListGP
 from botorch.optim import optimize_acqf
 from botorch.sampling.normal import IIDNormalSampler, SobolQMCNormalSampler
 from botorch.utils.testing import BotorchTestCase
@@ -234,3 +238,25 @@ class TestQSoftPI(BotorchTestCase):
                     self.assertEqual(cand.shape, torch.Size([q, 2]))
                     self.assertTrue(((cand >= 0) & (cand <= 1)).all())
                     self.assertTrue(torch.isfinite(val).all())
+
+    def test_posterior_transform_matches_linear_objective(self):
+        model = ModelListGP(
+            make_gp(device=self.device), make_gp(device=self.device, seed=1)
+        )
+        weights = torch.tensor([0.5, 1.0], device=self.device, dtype=torch.double)
+        X = torch.rand(3, 2, 2, device=self.device, dtype=torch.double)
+        for cls in (qSoftPI, qLogSoftPI):
+            kw = {"best_f": 0.3, "tau": 0.2}
+            via_pt = cls(
+                model,
+                sampler=SobolQMCNormalSampler(torch.Size([4096])),
+                posterior_transform=ScalarizedPosteriorTransform(weights),
+                **kw,
+            )(X)
+            via_obj = cls(
+                model,
+                sampler=SobolQMCNormalSampler(torch.Size([4096])),
+                objective=LinearMCObjective(weights),
+                **kw,
+            )(X)
+            self.assertAllClose(via_pt, via_obj, atol=1e-2, rtol=1e-2)
