@@ -21,7 +21,6 @@ from botorch.acquisition.objective import (
 )
 from botorch.models.model import Model
 from botorch.sampling.base import MCSampler
-from botorch.utils.transforms import is_ensemble
 from torch import Tensor
 
 from botorch_ext.validation import check_no_nan_inputs, check_positive
@@ -48,9 +47,11 @@ class qUCB(SampleReducingMCAcquisitionFunction):
     ``sigma * zbar`` noise to every term, which inflates the estimator's variance.
     The exact mean is available when the objective is affine in the samples
     (``IdentityMCObjective``, ``LinearMCObjective``; any ``posterior_transform`` is
-    already applied to the posterior). For any other objective, and for ensemble
-    models whose posterior mean does not line up with the samples, the class falls
-    back to the sample mean, i.e. to BoTorch's estimator.
+    already applied to the posterior). For ensemble models (e.g. a batch of
+    MCMC hyperparameter draws) the per-member means are used and the value is
+    averaged over members, as BoTorch does. For any other objective, and for
+    posteriors whose ``mean`` does not line up with the samples' shape, the class
+    falls back to the sample mean, i.e. to BoTorch's estimator.
 
     Example:
         >>> model = SingleTaskGP(train_X, train_Y)
@@ -103,9 +104,7 @@ class qUCB(SampleReducingMCAcquisitionFunction):
         )
         self.beta = float(beta)
         self.beta_prime = math.sqrt(self.beta * math.pi / 2)
-        self.uses_exact_mean = isinstance(
-            self.objective, _AFFINE_OBJECTIVES
-        ) and not is_ensemble(model)
+        self.uses_exact_mean = isinstance(self.objective, _AFFINE_OBJECTIVES)
 
     def _non_reduced_forward(self, X: Tensor) -> Tensor:
         r"""Per-sample, per-point utilities ``mu_j + beta' |y_j - mu_j|``.

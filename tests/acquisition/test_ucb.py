@@ -8,7 +8,7 @@ from botorch.acquisition.objective import (
     ScalarizedPosteriorTransform,
 )
 from botorch.exceptions.errors import UnsupportedError
-from botorch.models import ModelListGP
+from botorch.models import ModelListGP, SingleTaskGP
 from botorch.optim import optimize_acqf
 from botorch.sampling.normal import IIDNormalSampler, SobolQMCNormalSampler
 from botorch.utils.testing import BotorchTestCase
@@ -32,6 +32,19 @@ def _brute_force_qucb(mean, samples, beta):
             )
         out.append(total / n)
     return torch.tensor(out, dtype=torch.double)
+
+
+class _EnsembleGP(SingleTaskGP):
+    """A batched GP whose batch is an ensemble, like BoTorch's fully Bayesian
+    models: inputs get a member dimension and acquisition values are averaged."""
+
+    _is_ensemble = True
+
+    def __init__(self, train_X, train_Y):
+        super().__init__(train_X, train_Y, outcome_transform=None)
+
+    def posterior(self, X, *args, **kwargs):
+        return super().posterior(X.unsqueeze(-3), *args, **kwargs)
 
 
 class TestQUCB(BotorchTestCase):
@@ -102,6 +115,27 @@ class TestQUCB(BotorchTestCase):
             sigma = post.variance.view(-1).sqrt()
             # QMC error of E|z| at 4096 points is far below 1% of sigma.
             self.assertTrue(((val - closed).abs() <= 1e-2 * sigma + 1e-5).all())
+
+    def test_ensemble_model_averages_members_closed_form(self):
+        # A batch of 3 hyperparameter draws used as an ensemble, the way BoTorch's
+        # fully Bayesian models are: the value is the mean over members of UCB.
+        base = make_gp(device=self.device, batch_shape=(3,))
+        model = _EnsembleGP(base.train_inputs[0], base.train_targets.unsqueeze(-1))
+        model.load_state_dict(base.state_dict(), strict=False)
+        model.covar_module.lengthscale = torch.tensor([[[0.2]], [[0.3]], [[0.5]]]).to(
+            base.train_targets
+        )
+        model.eval()
+        X = torch.rand(5, 1, 2, device=self.device, dtype=torch.double)
+        sampler = SobolQMCNormalSampler(torch.Size([4096]), seed=0)
+        acqf = qUCB(model, beta=2.0, sampler=sampler)
+        self.assertTrue(acqf.uses_exact_mean)
+        val = acqf(X)
+        post = model.posterior(X)  # 5 x 3 x 1 x 1
+        closed = (post.mean + (2.0 * post.variance).sqrt()).view(5, 3).mean(-1)
+        sigma = post.variance.sqrt().view(5, 3).mean(-1)
+        self.assertEqual(val.shape, torch.Size([5]))
+        self.assertTrue(((val - closed).abs() <= 1e-2 * sigma).all())
 
     def test_beta_zero_is_max_posterior_mean(self):
         model = make_gp(device=self.device)
