@@ -54,18 +54,29 @@ class qES(MCAcquisitionFunction):
     of ``softmax((mu_R + L_R z) / tau)``, which is differentiable and becomes the
     hard argmax frequency as ``tau -> 0``.
 
-    Conditioning is analytic: with the joint posterior ``N(mu, S)`` over
-    ``[X, R]`` and observation-noise variances ``N`` at ``X``, a fantasy
-    ``y = mu_X + L_X w`` (``L_X L_X^T = S_XX + N``) gives
-    ``mu_R|y = mu_R + A w`` and ``S_R|y = S_RR - A A^T`` with
-    ``A = S_RX L_X^{-T}``; no model is refit. Fantasies are of the noisy
-    observation ``y`` (not of ``f``), since ``y`` is what evaluating ``X``
-    reveals; for noiseless models the two coincide. Both the fantasy draws ``w``
-    (``num_fantasies x q``) and the inner draws ``z`` (``num_inner_samples x m``)
-    are fixed scrambled-Sobol normal samples, shared by every t-batch and by the
-    prior and posterior entropies (common random numbers), so ``optimize_acqf``
-    sees a deterministic surface and an uninformative ``X`` (e.g. an already
-    observed noiseless point) scores ~0.
+    Conditioning is analytic and needs no model refit. With the joint posterior
+    ``N(mu, S)`` over ``[X, R]`` and observation-noise variances ``N`` at ``X``,
+    a fantasy is ``y = mu_X + L_X w`` (``L_X L_X^T = S_XX + N``), and draws of
+    ``f(R) | y`` come from Matheron's rule,
+    ``f_R + G (y - f_X - eps)`` with ``G = S_RX (S_XX + N)^{-1}``, applied to
+    joint draws ``f_R = mu_R + L_R z`` and ``f_X + eps = mu_X + B z + L_V u``
+    (``B = S_XR L_R^{-T}``, ``L_V L_V^T = S_XX + N - B B^T``). Only ``q x q``
+    factorizations depend on ``X``; ``L_R``, the prior draws and the current
+    entropy are computed once. Fantasies are of the noisy observation ``y``
+    (not of ``f``), since ``y`` is what evaluating ``X`` reveals; for noiseless
+    models the two coincide. The draws ``w`` (``num_fantasies x q``) and
+    ``(z, u)`` (``num_inner_samples x (m + q)``) are fixed normal samples
+    (scrambled Sobol for ``w`` and ``z``, i.i.d. for ``u``) shared by every
+    t-batch and by the current and conditioned entropies (common random
+    numbers), so ``optimize_acqf`` sees a
+    deterministic surface and an uninformative ``X`` (``S_RX = 0``, e.g. an
+    already observed noiseless point) scores exactly 0.
+
+    The entropy of an average of ``J`` softmaxes is biased low (Jensen), more so
+    for the wider current ``p_max`` than for the conditioned one, so where the
+    information gain is tiny the estimate can be slightly negative (of order
+    ``1e-2`` nats at the default ``num_inner_samples=64``); the bias shrinks
+    like ``1 / num_inner_samples``.
 
     Example:
         >>> model = SingleTaskGP(train_X, train_Y)
@@ -138,6 +149,7 @@ class qES(MCAcquisitionFunction):
         self.num_inner_samples = num_inner_samples
         self.seed = seed
         self._base_sample_cache: dict[tuple, tuple[Tensor, Tensor]] = {}
+        self._prior_cache: dict[tuple, tuple[Tensor, ...]] = {}
 
     @concatenate_pending_points
     @t_batch_mode_transform()
@@ -159,42 +171,35 @@ class qES(MCAcquisitionFunction):
                 f"dimension {X.shape[-1]}."
             )
         q, m = X.shape[-2], R.shape[-2]
-        XR = torch.cat([X, R.expand(*X.shape[:-2], m, R.shape[-1])], dim=-2)
-        posterior = self.model.posterior(
-            XR, posterior_transform=self.posterior_transform
-        )
-        mean = posterior.mean.squeeze(-1)  # b x (q + m)
-        cov = posterior.distribution.covariance_matrix  # b x (q + m) x (q + m)
-        noise = self._observation_noise(X, cov[..., :q, :q])
-
-        mu_R = mean[..., q:]
-        S_RR = cov[..., q:, q:]
-        L_X = psd_safe_cholesky(cov[..., :q, :q] + torch.diag_embed(noise))
-        # A = S_RX L_X^{-T}: the gain mapping standardized fantasies to mean shifts.
-        A = torch.linalg.solve_triangular(L_X, cov[..., :q, q:], upper=False).transpose(
-            -1, -2
-        )
-        # A fixed jitter, relative to the prior variance at R, keeps the surface
-        # smooth in X: psd_safe_cholesky's adaptive jitter alone would switch on
-        # for some t-batches only. The same jitter on both matrices keeps the
-        # estimate exactly 0 when X is uninformative (A = 0).
-        jitter = _RELATIVE_JITTER[X.dtype] * S_RR.diagonal(dim1=-2, dim2=-1).mean(-1)
-        jitter = torch.diag_embed(jitter.unsqueeze(-1).expand(*S_RR.shape[:-1]))
-        L_prior = psd_safe_cholesky(S_RR + jitter)
-        L_post = psd_safe_cholesky(S_RR - A @ A.transpose(-1, -2) + jitter)
-
-        w, z = self._base_samples(q=q, m=m, like=X)
+        mu_R, L_R, prior_dev, h_prior = self._prior_terms(like=X)
+        w, u = self._base_samples(q=q, like=X)
         tau = self.tau.to(X)
-        # Everything is divided by tau on the small tensors, before the one
-        # broadcast add that builds the big fantasies x inner-samples tensor.
-        mu_R = mu_R / tau
-        prior_dev = z @ (L_prior / tau).transpose(-1, -2)  # b x J x m
-        post_dev = z @ (L_post / tau).transpose(-1, -2)  # b x J x m
-        h_prior = _relaxed_pmax_entropy(mu_R.unsqueeze(-2) + prior_dev)
-        means = mu_R.unsqueeze(-2) + w @ (A / tau).transpose(-1, -2)  # b x F x m
+
+        XR = torch.cat([X, R.expand(*X.shape[:-2], m, R.shape[-1])], dim=-2)
+        cov = self.model.posterior(
+            XR, posterior_transform=self.posterior_transform
+        ).distribution.covariance_matrix  # b x (q + m) x (q + m)
+        S_XX, S_RX = cov[..., :q, :q], cov[..., q:, :q]
+        S_XX_noisy = S_XX + torch.diag_embed(self._observation_noise(X, S_XX))
+        L_X = psd_safe_cholesky(S_XX_noisy)
+        # G = S_RX (S_XX + N)^{-1} is the Kalman gain; A = G L_X maps standardized
+        # fantasies w to mean shifts, so that mu_R|y = mu_R + A w.
+        A_t = torch.linalg.solve_triangular(L_X, S_RX.transpose(-1, -2), upper=False)
+        G_t = torch.linalg.solve_triangular(L_X.transpose(-1, -2), A_t, upper=True)
+        # Joint draw of the simulated observation f_X + eps given the prior draw
+        # f_R = mu_R + L_R z: mean part B z and residual part L_V u.
+        B_t = torch.linalg.solve_triangular(L_R, S_RX, upper=False)  # m x q
+        V = S_XX_noisy - B_t.transpose(-1, -2) @ B_t
+        jitter_X = _RELATIVE_JITTER[X.dtype] * S_XX.diagonal(dim1=-2, dim2=-1)
+        L_V = psd_safe_cholesky(V + torch.diag_embed(jitter_X))
+        z = self._inner_z
+        sim = z @ B_t + u @ L_V.transpose(-1, -2)  # b x J x q
+        # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w.
+        post_dev = prior_dev - (sim @ G_t) / tau  # b x J x m
+        means = mu_R.unsqueeze(-2) + (w @ A_t) / tau  # b x F x m
 
         F, J = w.shape[0], z.shape[0]
-        batch_numel = max(mu_R.numel() // m, 1)
+        batch_numel = max(means.numel() // (F * m), 1)
         chunk = max(1, _MAX_CHUNK_ELEMENTS // (J * m * batch_numel))
         h_post = [
             _relaxed_pmax_entropy(
@@ -205,6 +210,38 @@ class qES(MCAcquisitionFunction):
         ]
         h_post = torch.cat(h_post, dim=-1).mean(dim=-1)
         return h_prior - h_post
+
+    def _prior_terms(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        r"""The X-independent terms, computed once per dtype and device.
+
+        Returns ``mu_R / tau``, the Cholesky factor ``L_R`` of the (jittered)
+        posterior covariance at the representers, the scaled inner deviations
+        ``L_R z / tau`` (``J x m``) and the current entropy ``H[p_max | D]``.
+        Cached: build a new ``qES`` after refitting or conditioning the model, as
+        with BoTorch's cached-Cholesky acquisition functions.
+        """
+        key = (like.dtype, like.device)
+        if key not in self._prior_cache:
+            R = self.representer_points.to(like)
+            with torch.no_grad():
+                posterior = self.model.posterior(
+                    R, posterior_transform=self.posterior_transform
+                )
+                mu_R = posterior.mean.squeeze(-1)
+                S_RR = posterior.distribution.covariance_matrix
+                # A fixed jitter relative to the prior variance (not only the
+                # adaptive one of psd_safe_cholesky) for clustered representers.
+                diag = S_RR.diagonal(dim1=-2, dim2=-1)
+                jitter = _RELATIVE_JITTER[like.dtype] * diag.mean(-1, keepdim=True)
+                L_R = psd_safe_cholesky(S_RR + torch.diag_embed(jitter.expand_as(diag)))
+                tau = self.tau.to(like)
+                z = self._inner_base_samples(m=R.shape[-2], like=like)
+                prior_dev = z @ L_R.transpose(-1, -2) / tau  # (model batch) x J x m
+                h_prior = _relaxed_pmax_entropy((mu_R / tau).unsqueeze(-2) + prior_dev)
+            self._prior_cache[key] = (mu_R / tau, L_R, prior_dev, h_prior, z)
+        mu_R, L_R, prior_dev, h_prior, z = self._prior_cache[key]
+        self._inner_z = z
+        return mu_R, L_R, prior_dev, h_prior
 
     def _observation_noise(self, X: Tensor, S_XX: Tensor) -> Tensor:
         r"""Observation-noise variances at ``X`` as seen by the posterior.
@@ -219,18 +256,27 @@ class qES(MCAcquisitionFunction):
         ).variance.squeeze(-1)
         return (noisy - S_XX.diagonal(dim1=-2, dim2=-1)).clamp_min(0.0)
 
-    def _base_samples(self, q: int, m: int, like: Tensor) -> tuple[Tensor, Tensor]:
-        r"""Fixed standard-normal draws ``w`` (``F x q``) and ``z`` (``J x m``)."""
-        key = (q, m, like.dtype, like.device)
+    def _base_samples(self, q: int, like: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Fixed normal draws: fantasies ``w`` (``F x q``) and the residual part
+        ``u`` (``J x q``) of the simulated observations, for a batch of ``q``."""
+        key = (q, like.dtype, like.device)
         if key not in self._base_sample_cache:
-            w = NormalQMCEngine(d=q, seed=self.seed, inv_transform=True).draw(
-                self.num_fantasies, dtype=like.dtype
+            F, J = self.num_fantasies, self.num_inner_samples
+            w = NormalQMCEngine(d=q, seed=self.seed, inv_transform=True).draw(F)
+            # u pairs index-by-index with the Sobol z, so it must not be Sobol
+            # too: two scrambled Sobol sequences are dependent at equal indices.
+            gen = torch.Generator().manual_seed(self.seed + 2)
+            u = torch.randn(J, q, generator=gen, dtype=torch.double)
+            self._base_sample_cache[key] = (
+                w.to(like.device, like.dtype),
+                u.to(like.device, like.dtype),
             )
-            z = NormalQMCEngine(d=m, seed=self.seed + 1, inv_transform=True).draw(
-                self.num_inner_samples, dtype=like.dtype
-            )
-            self._base_sample_cache[key] = (w.to(like.device), z.to(like.device))
         return self._base_sample_cache[key]
+
+    def _inner_base_samples(self, m: int, like: Tensor) -> Tensor:
+        r"""Fixed normal draws ``z`` (``J x m``) for ``f(R)``."""
+        engine = NormalQMCEngine(d=m, seed=self.seed + 1, inv_transform=True)
+        return engine.draw(self.num_inner_samples).to(like.device, like.dtype)
 
 
 def _relaxed_pmax_entropy(scaled_f: Tensor) -> Tensor:
@@ -260,15 +306,19 @@ def draw_representer_points(
     num_candidates: int | None = None,
     posterior_transform: PosteriorTransform | None = None,
     seed: int | None = None,
+    uniform_fraction: float = 0.25,
 ) -> Tensor:
     r"""Draw representer points for ``qES`` by improvement-weighted Sobol sampling.
 
     Draws ``num_candidates`` scrambled Sobol points in ``bounds`` and keeps
-    ``num_points`` of them, sampled without replacement with probabilities
-    proportional to their analytic expected improvement over the best posterior
-    mean among the candidates. This concentrates representers where the maximiser
-    plausibly is, as Entropy Search does with its EI-based measure
-    [Hennig2012entropy], while keeping them spread (no duplicates).
+    ``num_points`` of them, sampled without replacement from the mixture
+    ``(1 - uniform_fraction) * EI / sum(EI) + uniform_fraction / num_candidates``,
+    where EI is the analytic expected improvement over the best posterior mean
+    among the candidates. The EI part concentrates representers where the
+    maximiser plausibly is, as Entropy Search does with its EI-based measure
+    [Hennig2012entropy]; the uniform part keeps some coverage of the rest of the
+    space, since pure EI weights put most points into one small basin
+    (near-duplicate points that make the covariance over ``R`` ill-conditioned).
 
     Example:
         >>> R = draw_representer_points(model, bounds=torch.tensor([[0.0], [1.0]]))
@@ -281,6 +331,7 @@ def draw_representer_points(
         num_candidates: Number of Sobol candidates; ``max(1024, 16 m)`` if None.
         posterior_transform: A ``PosteriorTransform`` (optional).
         seed: Seed for the Sobol candidates and the subsampling.
+        uniform_fraction: Weight in ``[0, 1]`` of the uniform component.
 
     Returns:
         A ``num_points x d``-dim tensor of representer points.
@@ -289,6 +340,10 @@ def draw_representer_points(
         ValueError: For malformed ``bounds`` or ``num_candidates < num_points``.
     """
     check_positive_int("num_points", num_points)
+    if not 0.0 <= uniform_fraction <= 1.0:
+        raise ValueError(
+            f"`uniform_fraction` must be in [0, 1], got {uniform_fraction!r}."
+        )
     bounds = torch.as_tensor(bounds)
     if (
         bounds.dim() != 2
@@ -314,7 +369,8 @@ def draw_representer_points(
     generator = None
     if seed is not None:
         generator = torch.Generator(device=log_ei.device).manual_seed(seed)
-    probs = torch.softmax(log_ei.flatten().double(), dim=0)
+    probs = (1.0 - uniform_fraction) * torch.softmax(log_ei.flatten().double(), 0)
+    probs = probs + uniform_fraction / probs.numel()
     idx = torch.multinomial(probs, num_points, replacement=False, generator=generator)
     return candidates[idx, 0, :]
 

@@ -192,7 +192,7 @@ def construct_inputs_qLogSoftPI(
 def construct_inputs_qES(
     model: Model,
     training_data: MaybeDict[SupervisedDataset],
-    bounds: list[tuple[float, float]] | None = None,
+    bounds: list[tuple[float, float]] | Tensor | None = None,
     representer_points: Tensor | None = None,
     num_representer_points: int = 64,
     tau: float | None = None,
@@ -207,9 +207,11 @@ def construct_inputs_qES(
     Args:
         model: The model to be used in the acquisition function.
         training_data: Dataset(s) used to train the model.
-        bounds: Search-space bounds as a list of ``d`` ``(lower, upper)`` pairs,
-            the convention of BoTorch's input constructors and Ax; needed to
-            draw representer points when ``representer_points`` is None.
+        bounds: Search-space bounds, needed to draw representer points when
+            ``representer_points`` is None: either a list of ``d`` ``(lower,
+            upper)`` pairs (the convention of BoTorch's input constructors and
+            Ax) or a ``2 x d`` tensor (the convention of ``optimize_acqf``). The
+            type decides, so a ``2 x 2`` case is never ambiguous.
         representer_points: A ``m x d``-dim tensor of representer points; drawn
             with ``draw_representer_points`` if None.
         num_representer_points: How many representer points to draw.
@@ -234,8 +236,12 @@ def construct_inputs_qES(
                 "got neither."
             )
         X = _get_dataset_field(training_data, "X", first_only=True, assert_shared=True)
-        # As in BoTorch's constructors (e.g. qKG's), bounds are ``d`` pairs.
-        bounds = torch.as_tensor(bounds, dtype=X.dtype, device=X.device).transpose(0, 1)
+        if isinstance(bounds, Tensor):
+            bounds = bounds.to(X)  # ``2 x d``, as ``optimize_acqf`` takes them
+        else:
+            # ``d`` (lower, upper) pairs, as BoTorch's constructors (e.g. qKG's)
+            # and Ax pass them.
+            bounds = torch.tensor(bounds, dtype=X.dtype, device=X.device).T
         representer_points = draw_representer_points(
             model=model,
             bounds=bounds,

@@ -23,9 +23,11 @@ from torch import Tensor
 from botorch_ext.validation import check_finite, check_no_nan_inputs, check_positive
 
 #: Default temperature. [Wilson2017reparam] used ``tau = 0.01`` on standardized
-#: outcomes in all their q-PI and q-ES experiments. BoTorch's ``qPI`` default of
-#: ``1e-3`` makes ``sigmoid`` saturate (exactly zero gradient in float64) once a
-#: candidate is ~0.75 posterior standard deviations below the incumbent.
+#: outcomes in all their q-PI and q-ES experiments. ``sigmoid(x / tau)``
+#: underflows to exactly 0 (zero value and gradient in float64) once
+#: ``x < -745 tau``, so BoTorch's ``qPI`` default of ``1e-3`` gives no signal once
+#: every sample lies more than 0.745 outcome units (standard deviations of the
+#: standardized outcome) below the incumbent; ``0.01`` moves that to 7.45.
 DEFAULT_TAU = 0.01
 
 

@@ -70,7 +70,7 @@ class TestQES(BotorchTestCase):
         self.assertGreater(val_new.max().item(), 50 * val_observed.abs().max().item())
 
     def test_agrees_with_brute_force_as_tau_goes_to_zero(self):
-        model, R = self._setup(noise=1e-2, d=1, m=6)
+        model, _ = self._setup(noise=1e-2, d=1)
         R = torch.linspace(0.05, 0.95, 6, device=self.device, dtype=torch.double)
         R = R.unsqueeze(-1)
         acqf = qES(
@@ -80,9 +80,16 @@ class TestQES(BotorchTestCase):
         for X in (torch.tensor([[0.3]]), torch.tensor([[0.1], [0.8]])):
             X = X.to(device=self.device, dtype=torch.double)
             ours = acqf(X).item()
-            reference = _brute_force_es(model, X, R, 512, 4096).item()
-            self.assertGreater(reference, 0.02)
-            self.assertAlmostEqual(ours, reference, delta=0.03 + 0.05 * reference)
+            # 4 independent brute-force runs: their mean has a std of ~0.005 nats.
+            reference = (
+                sum(
+                    _brute_force_es(model, X, R, 512, 4096, seed=s).item()
+                    for s in range(4)
+                )
+                / 4
+            )
+            self.assertGreater(reference, 0.2)
+            self.assertAlmostEqual(ours, reference, delta=0.012 + 0.02 * reference)
 
     def test_x_pending_and_chunking(self):
         model, R = self._setup()
@@ -197,6 +204,10 @@ class TestDrawRepresenterPoints(BotorchTestCase):
                 torch.tensor([[0.0, 0.0], [1.0, 1.0]]),
                 num_points=8,
                 num_candidates=4,
+            )
+        with self.assertRaisesRegex(ValueError, "`uniform_fraction`"):
+            draw_representer_points(
+                model, torch.tensor([[0.0, 0.0], [1.0, 1.0]]), uniform_fraction=1.5
             )
         with self.assertRaisesRegex(ValueError, "`num_points`"):
             draw_representer_points(model, torch.tensor([[0.0, 0.0], [1.0, 1.0]]), 0)

@@ -65,6 +65,12 @@ class TestInputConstructors(BotorchTestCase):
         self.assertEqual(R.shape, torch.Size([16, 2]))
         self.assertTrue(((R[:, 1] >= 0.5) & (R[:, 1] <= 2.0)).all())
         self.assertAlmostEqual(kw["tau"], 0.01 * self.Y.std().item(), places=10)
+        # A tensor is read as ``2 x d`` (optimize_acqf's convention), even at d = 2.
+        tensor_bounds = torch.tensor(bounds, dtype=torch.double).T.to(self.device)
+        kw2, _ = self._build(
+            qES, bounds=tensor_bounds, num_representer_points=16, seed=1
+        )
+        self.assertAllClose(kw2["representer_points"], R)
         R = torch.rand(5, 2, device=self.device, dtype=torch.double)
         kw, _ = self._build(qES, representer_points=R, tau=0.2)
         self.assertIs(kw["representer_points"], R)
