@@ -121,9 +121,9 @@ class qUCB(SampleReducingMCAcquisitionFunction):
         )
         samples = self.get_posterior_samples(posterior)
         obj = self.objective(samples=samples, X=X)
-        mean = None
-        if self.uses_exact_mean:
-            mean = self.objective(samples=posterior.mean.unsqueeze(0), X=X).squeeze(0)
+        mean = posterior.mean if self.uses_exact_mean else None
+        if mean is not None:
+            mean = self.objective(samples=mean.unsqueeze(0), X=X).squeeze(0)
             if mean.shape != obj.shape[len(self.sample_shape) :]:
                 mean = None  # e.g. a posterior whose mean is a mixture summary
         if mean is None:

@@ -86,6 +86,15 @@ class TestQUCB(BotorchTestCase):
         )
         self.assertAllClose(acqf(X), reference(X))
 
+    def test_posterior_without_mean_uses_sample_mean(self):
+        n, b, q = 5, 2, 2
+        samples = torch.randn(n, b, q, 1, device=self.device, dtype=torch.double)
+        model = make_mock(samples)  # a MockPosterior with samples only
+        acqf = qUCB(model, beta=0.5, sampler=IIDNormalSampler(torch.Size([n])))
+        expected = _brute_force_qucb(samples[..., 0].mean(0), samples[..., 0], 0.5)
+        X = torch.zeros(b, q, 1, device=self.device, dtype=torch.double)
+        self.assertAllClose(acqf(X).cpu(), expected)
+
     def test_linear_objective_uses_exact_mean(self):
         n, b, q = 4, 2, 2
         samples = torch.randn(n, b, q, 2, device=self.device, dtype=torch.double)
