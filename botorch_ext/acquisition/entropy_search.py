@@ -38,8 +38,9 @@ from botorch_ext.validation import (
 #: into chunks of fantasies so that evaluating 512 raw samples stays bounded.
 _MAX_CHUNK_ELEMENTS = 2**24
 
-# Diagonal jitter added to the covariances over the representer points, relative
-# to their mean prior variance; ~10x the round-off of a GP posterior covariance.
+# Fixed diagonal jitter, relative to the mean prior variance, added before the
+# factorizations: enough for clustered representers to factorize without
+# psd_safe_cholesky's adaptive (and discontinuous) jitter, and far below tau^2.
 _RELATIVE_JITTER = {torch.float32: 1e-5, torch.float64: 1e-8}
 
 
@@ -171,7 +172,7 @@ class qES(MCAcquisitionFunction):
                 f"dimension {X.shape[-1]}."
             )
         q, m = X.shape[-2], R.shape[-2]
-        mu_R, L_R, prior_dev, h_prior = self._prior_terms(like=X)
+        mu_R, L_R, z, prior_dev, h_prior = self._prior_terms(like=X)
         w, u = self._base_samples(q=q, like=X)
         tau = self.tau.to(X)
 
@@ -192,7 +193,6 @@ class qES(MCAcquisitionFunction):
         V = S_XX_noisy - B_t.transpose(-1, -2) @ B_t
         jitter_X = _RELATIVE_JITTER[X.dtype] * S_XX.diagonal(dim1=-2, dim2=-1)
         L_V = psd_safe_cholesky(V + torch.diag_embed(jitter_X))
-        z = self._inner_z
         sim = z @ B_t + u @ L_V.transpose(-1, -2)  # b x J x q
         # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w.
         post_dev = prior_dev - (sim @ G_t) / tau  # b x J x m
@@ -211,12 +211,13 @@ class qES(MCAcquisitionFunction):
         h_post = torch.cat(h_post, dim=-1).mean(dim=-1)
         return h_prior - h_post
 
-    def _prior_terms(self, like: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _prior_terms(self, like: Tensor) -> tuple[Tensor, ...]:
         r"""The X-independent terms, computed once per dtype and device.
 
         Returns ``mu_R / tau``, the Cholesky factor ``L_R`` of the (jittered)
-        posterior covariance at the representers, the scaled inner deviations
-        ``L_R z / tau`` (``J x m``) and the current entropy ``H[p_max | D]``.
+        posterior covariance at the representers, the inner base samples ``z``
+        (``J x m``), the scaled deviations ``L_R z / tau`` and the current
+        entropy ``H[p_max | D]``.
         Cached: build a new ``qES`` after refitting or conditioning the model, as
         with BoTorch's cached-Cholesky acquisition functions.
         """
@@ -238,10 +239,8 @@ class qES(MCAcquisitionFunction):
                 z = self._inner_base_samples(m=R.shape[-2], like=like)
                 prior_dev = z @ L_R.transpose(-1, -2) / tau  # (model batch) x J x m
                 h_prior = _relaxed_pmax_entropy((mu_R / tau).unsqueeze(-2) + prior_dev)
-            self._prior_cache[key] = (mu_R / tau, L_R, prior_dev, h_prior, z)
-        mu_R, L_R, prior_dev, h_prior, z = self._prior_cache[key]
-        self._inner_z = z
-        return mu_R, L_R, prior_dev, h_prior
+            self._prior_cache[key] = (mu_R / tau, L_R, z, prior_dev, h_prior)
+        return self._prior_cache[key]
 
     def _observation_noise(self, X: Tensor, S_XX: Tensor) -> Tensor:
         r"""Observation-noise variances at ``X`` as seen by the posterior.
