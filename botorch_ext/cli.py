@@ -1,20 +1,61 @@
-r"""Command-line front end: parse, validate, run, print.
+r"""Command-line front end: parse, validate, call the runner, print.
 
-Only the ``quickstart`` subcommand exists so far: a short BO loop on Branin that
-exercises every acquisition function of the package. The benchmark runner
-(``problems``, ``run``, ``compare``, ``demo``) plugs in here.
+Subcommands: ``problems`` (list them), ``run`` (one BO loop), ``compare`` (methods
+x seeds, in worker processes, with a summary table and a plot) and ``demo`` (a
+small comparison for a first look). Bad input ends with a one-line error naming
+the valid choices and exit status 2; Ctrl-C keeps the rows written so far and
+exits with 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-import time
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 
 from botorch_ext import __version__
+from botorch_ext.runner.loop import INITS, RunConfig
+from botorch_ext.runner.methods import METHODS, OUTCOME_TRANSFORMS, MethodOptions
+from botorch_ext.runner.problems import PROBLEMS, get_problem
 
-QUICKSTART_METHODS = ("qucb", "qsoftpi", "qlogsoftpi", "qes")
+#: The ``demo`` comparison: small enough for about two minutes on 2 cores.
+DEMO = {
+    "problem": "hartmann6",
+    "methods": ("sobol", "qlogei", "qucb", "qlogsoftpi", "qes"),
+    "seeds": (0, 1, 2, 3),
+    "budget": 40,
+    "n_init": 10,
+    "q": 3,
+    "num_restarts": 4,
+    "raw_samples": 256,
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit status 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--problem", required=True, help=f"one of: {', '.join(PROBLEMS)}")
+    p.add_argument(
+        "--dim", type=int, default=None, help="dimension (scalable problems)"
+    )
+    p.add_argument("--budget", type=int, required=True, help="total evaluations")
+    p.add_argument("--n-init", type=int, default=10, help="initial design size")
+    p.add_argument("--q", type=int, default=1, help="batch size per iteration")
+    p.add_argument("--init", default="sobol", help=f"one of: {', '.join(INITS)}")
+    p.add_argument(
+        "--outcome-transform",
+        default="standardize",
+        help=f"one of: {', '.join(OUTCOME_TRANSFORMS)}",
+    )
+    p.add_argument("--num-restarts", type=int, default=10)
+    p.add_argument("--raw-samples", type=int, default=512)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,22 +64,27 @@ def build_parser() -> argparse.ArgumentParser:
     Returns:
         The configured ``argparse.ArgumentParser``.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="botorch-ext",
-        description=(
-            "Bayesian optimization with botorch_ext components: reparameterized "
-            "qUCB, soft PI and entropy search."
-        ),
+        description="Bayesian-optimization benchmark runner for botorch_ext methods.",
     )
     parser.add_argument("--version", action="version", version=__version__)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    quick = sub.add_parser(
-        "quickstart",
-        help="run a short BO loop on Branin with each acquisition function",
-    )
-    quick.add_argument("--iterations", type=int, default=5, help="BO iterations")
-    quick.add_argument("--q", type=int, default=2, help="batch size per iteration")
-    quick.add_argument("--seed", type=int, default=0)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.add_parser("problems", help="list problems, dimensions and optima")
+    run = sub.add_parser("run", help="run one BO loop")
+    _add_common(run)
+    run.add_argument("--method", required=True, help=f"one of: {', '.join(METHODS)}")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--output", default="results", help="output directory")
+    compare = sub.add_parser("compare", help="compare methods over seeds")
+    _add_common(compare)
+    compare.add_argument("--methods", required=True, help="comma-separated methods")
+    compare.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    compare.add_argument("--workers", type=int, default=1)
+    compare.add_argument("--output", default="results", help="output directory")
+    demo = sub.add_parser("demo", help="a two-minute comparison on Hartmann6")
+    demo.add_argument("--output", default="demo-results", help="output directory")
+    demo.add_argument("--workers", type=int, default=2)
     return parser
 
 
@@ -56,55 +102,172 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    if args.command == "quickstart":
-        for name, value in (("--iterations", args.iterations), ("--q", args.q)):
-            if value < 1:
-                parser.error(f"{name} must be >= 1, got {value}")
-        return _quickstart(args.iterations, args.q, args.seed)
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover
+    if args.command == "problems":
+        return _problems()
+    try:
+        if args.command == "run":
+            config = _config(args, method=args.method, seed=args.seed)
+            return _run(config, _output_dir(args.output))
+        if args.command == "compare":
+            config = _config(args, method=_split(args.methods)[0], seed=0)
+            methods, seeds = _split(args.methods), [int(s) for s in _split(args.seeds)]
+            return _compare(
+                config, methods, seeds, args.workers, _output_dir(args.output)
+            )
+        if args.command == "demo":
+            return _demo(args.workers, _output_dir(args.output))
+    except ValueError as e:
+        parser.error(str(e))
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: the rows evaluated so far are in the output CSV",
+            file=sys.stderr,
+        )
+        return 130
     return 2  # pragma: no cover
 
 
-def _quickstart(iterations: int, q: int, seed: int) -> int:
-    import torch
-    from botorch.acquisition.input_constructors import get_acqf_input_constructor
-    from botorch.fit import fit_gpytorch_mll
-    from botorch.models import SingleTaskGP
-    from botorch.optim import optimize_acqf
-    from botorch.test_functions import Branin
-    from botorch.utils.datasets import SupervisedDataset
-    from botorch.utils.sampling import draw_sobol_samples
-    from gpytorch.mlls import ExactMarginalLogLikelihood
+def _split(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise ValueError(f"expected a comma-separated list, got {text!r}")
+    return items
 
-    from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
 
-    classes = {"qucb": qUCB, "qsoftpi": qSoftPI, "qlogsoftpi": qLogSoftPI, "qes": qES}
-    problem = Branin(negate=True).to(torch.double)
-    unit = torch.stack([torch.zeros(2), torch.ones(2)]).to(torch.double)
-    print(f"Branin (maximizing -f; optimum {-problem.optimal_value:.4f})")
-    print(f"{'method':<12}{'best -f':>10}{'seconds':>10}")
-    for name in QUICKSTART_METHODS:
-        start = time.monotonic()
-        X = draw_sobol_samples(unit, n=5, q=1, seed=seed).squeeze(-2)
-        Y = problem(problem.bounds[0] + X * (problem.bounds[1] - problem.bounds[0]))
-        Y = Y.unsqueeze(-1)
-        for _ in range(iterations):
-            model = SingleTaskGP(X, Y)
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-            data = SupervisedDataset(
-                X, Y, feature_names=["x1", "x2"], outcome_names=["y"]
-            )
-            kwargs = get_acqf_input_constructor(classes[name])(
-                model=model, training_data=data, bounds=[(0.0, 1.0)] * 2
-            )
-            acqf = classes[name](**kwargs)
-            cand, _ = optimize_acqf(acqf, unit, q=q, num_restarts=4, raw_samples=64)
-            y = problem(
-                problem.bounds[0] + cand * (problem.bounds[1] - problem.bounds[0])
-            )
-            X, Y = torch.cat([X, cand]), torch.cat([Y, y.unsqueeze(-1)])
-        print(f"{name:<12}{Y.max().item():>10.4f}{time.monotonic() - start:>10.1f}")
+def _config(args: argparse.Namespace, method: str, seed: int) -> RunConfig:
+    if args.outcome_transform not in OUTCOME_TRANSFORMS:
+        raise ValueError(
+            f"unknown outcome transform {args.outcome_transform!r}; choose from "
+            f"{', '.join(OUTCOME_TRANSFORMS)}"
+        )
+    config = RunConfig(
+        problem=args.problem,
+        method=method,
+        budget=args.budget,
+        dim=args.dim,
+        n_init=args.n_init,
+        q=args.q,
+        seed=seed,
+        init=args.init,
+        options=MethodOptions(
+            outcome_transform=args.outcome_transform,
+            num_restarts=args.num_restarts,
+            raw_samples=args.raw_samples,
+        ),
+    )
+    config.validate()
+    return config
+
+
+def _output_dir(path: str) -> Path:
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ValueError(
+            f"output directory {path!r} is not writable ({e.strerror})"
+        ) from e
+    return out
+
+
+def _problems() -> int:
+    print(f"{'problem':<20}{'dim':>6}  {'optimum':>12}  scalable")
+    for name, entry in PROBLEMS.items():
+        problem = get_problem(name)
+        scalable = "no" if entry.fixed_dim else f"yes (dim >= {entry.min_dim})"
+        print(f"{name:<20}{problem.dim:>6}  {problem.optimal_value:>12.6g}  {scalable}")
     return 0
+
+
+def _run(config: RunConfig, out: Path) -> int:
+    from tqdm import tqdm
+
+    from botorch_ext.runner.compare import CsvWriter
+    from botorch_ext.runner.loop import run_bo
+
+    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+    writer = CsvWriter(out / "results.csv")
+    bar = tqdm(
+        total=config.budget, desc=f"{config.method} on {config.problem}", unit="eval"
+    )
+
+    def on_row(row: dict) -> None:
+        writer.write(row)
+        bar.update(1)
+        bar.set_postfix(best=f"{row['best_value']:.5g}")
+
+    try:
+        rows = run_bo(config, on_row=on_row)
+    finally:
+        bar.close()
+        writer.close()
+    last = rows[-1]
+    print(
+        f"best value {last['best_value']:.6g} (regret {last['regret']:.3g}) after "
+        f"{last['n_evals']} evaluations, {last['seconds']:.1f} s; results in {out}"
+    )
+    return 0
+
+
+def _compare(
+    config: RunConfig, methods: list[str], seeds: list[int], workers: int, out: Path
+) -> int:
+    from tqdm import tqdm
+
+    from botorch_ext.runner.compare import (
+        CsvWriter,
+        format_summary,
+        run_grid,
+        summarize,
+    )
+    from botorch_ext.runner.plotting import plot_regret
+
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    for method in methods:
+        replace(config, method=method).validate()
+    settings = config.to_dict() | {
+        "methods": methods,
+        "seeds": seeds,
+        "workers": workers,
+    }
+    (out / "config.json").write_text(json.dumps(settings, indent=2))
+    writer = CsvWriter(out / "results.csv")
+    bar = tqdm(total=len(methods) * len(seeds), desc="runs", unit="run")
+
+    def on_run_done(done: RunConfig) -> None:
+        bar.update(1)
+        bar.set_postfix(last=f"{done.method}/seed {done.seed}")
+
+    try:
+        rows = run_grid(config, methods, seeds, workers, writer.write, on_run_done)
+    finally:
+        bar.close()
+        writer.close()
+    problem = get_problem(config.problem, config.dim)
+    print(f"\n{problem.name} (dim {problem.dim}, optimum {problem.optimal_value:g})")
+    print(format_summary(summarize(rows)))
+    plot_regret(rows, out / "regret.png", title=f"{problem.name}, dim {problem.dim}")
+    print(f"\nresults: {out / 'results.csv'}; plot: {out / 'regret.png'}")
+    return 0
+
+
+def _demo(workers: int, out: Path) -> int:
+    config = RunConfig(
+        problem=DEMO["problem"],
+        method=DEMO["methods"][0],
+        budget=DEMO["budget"],
+        n_init=DEMO["n_init"],
+        q=DEMO["q"],
+        options=MethodOptions(
+            num_restarts=DEMO["num_restarts"], raw_samples=DEMO["raw_samples"]
+        ),
+    )
+    workers = max(1, min(workers, os.cpu_count() or 1))
+    return _compare(config, list(DEMO["methods"]), list(DEMO["seeds"]), workers, out)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,9 +1,27 @@
+import csv
+import json
 import subprocess
 import sys
+import tempfile
+from contextlib import redirect_stderr, redirect_stdout
+from io import StringIO
+from pathlib import Path
+from unittest import mock
 
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext import cli
+from botorch_ext.runner import methods
+
+
+def _main(argv):
+    out, err = StringIO(), StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue(), err.getvalue()
 
 
 class TestCLI(BotorchTestCase):
@@ -15,23 +33,93 @@ class TestCLI(BotorchTestCase):
             check=False,
         )
         self.assertEqual(out.returncode, 0, out.stderr)
-        self.assertIn("quickstart", out.stdout)
+        for command in ("problems", "run", "compare", "demo"):
+            self.assertIn(command, out.stdout)
+
+    def test_problems(self):
+        code, out, _ = _main(["problems"])
+        self.assertEqual(code, 0)
+        self.assertIn("rosenbrock", out)
+        self.assertIn("-3.32237", out)
+
+    def test_run_writes_results_and_config(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["run", "--problem", "branin", "--method", "random", "--budget", "7",
+                    "--n-init", "3", "--q", "2", "--seed", "4", "--output", tmp,
+                    "--init", "center"]  # fmt: skip
+            code, out, _ = _main(argv)
+            self.assertEqual(code, 0)
+            with open(Path(tmp) / "results.csv") as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(len(rows), 7)
+            self.assertEqual(rows[-1]["method"], "random")
+            self.assertEqual(rows[-1]["init"], "center")
+            config = json.loads((Path(tmp) / "config.json").read_text())
+            self.assertEqual(config["seed"], 4)
+            self.assertEqual(config["options"]["outcome_transform"], "standardize")
+
+    def test_compare_writes_table_and_plot(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["compare", "--problem", "branin", "--methods", "random,sobol",
+                    "--seeds", "0,1", "--budget", "5", "--n-init", "3",
+                    "--output", tmp]  # fmt: skip
+            code, out, _ = _main(argv)
+            self.assertEqual(code, 0)
+            self.assertIn("| random | 2 | 5 |", out)
+            self.assertIn("| sobol | 2 | 5 |", out)
+            self.assertEqual((Path(tmp) / "regret.png").read_bytes()[:4], b"\x89PNG")
+            with open(Path(tmp) / "results.csv") as f:
+                self.assertEqual(len(list(csv.DictReader(f))), 20)
+
+    def test_bad_input_is_one_line_with_exit_status_2(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            blocker = Path(tmp) / "file"
+            blocker.write_text("")
+            base = ["--budget", "8", "--n-init", "4"]
+            cases = {
+                "choose from branin": ["run", "--problem", "x", "--method", "random"],
+                "choose from random": ["run", "--problem", "branin", "--method", "x"],
+                "at least the initial design": [
+                    "run", "--problem", "branin", "--method", "random", "--n-init", "9"
+                ],
+                "q must be >= 1": ["run", "--problem", "branin", "--method", "random",
+                                   "--q", "0"],
+                "not writable": ["run", "--problem", "branin", "--method", "random",
+                                 "--output", str(blocker / "sub")],
+                "choose from standardize": [
+                    "compare", "--problem", "branin", "--methods", "random",
+                    "--outcome-transform", "x"
+                ],
+            }  # fmt: skip
+            for message, argv in cases.items():
+                code, out, err = _main(argv[:1] + base + argv[1:])
+                self.assertEqual(code, 2, message)
+                self.assertIn(message, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertNotIn("Traceback", err)
+
+    def test_interrupt_keeps_rows(self):
+        calls = {"n": 0}
+
+        def interrupted(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt
+            return methods.METHODS["random"](*args, **kwargs)
+
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            mock.patch.dict(methods.METHODS, {"sobol": interrupted}),
+        ):
+            argv = ["run", "--problem", "branin", "--method", "sobol", "--budget", "9",
+                    "--n-init", "3", "--output", tmp]  # fmt: skip
+            code, _, err = _main(argv)
+            self.assertEqual(code, 130)
+            self.assertIn("interrupted", err)
+            with open(Path(tmp) / "results.csv") as f:
+                self.assertEqual(len(list(csv.DictReader(f))), 4)  # 3 initial + 1
 
     def test_no_command_prints_help(self):
-        self.assertEqual(cli.main([]), 0)
-
-    def test_quickstart_runs(self):
-        old = cli.QUICKSTART_METHODS
-        try:
-            cli.QUICKSTART_METHODS = ("qucb", "qlogsoftpi")
-            self.assertEqual(
-                cli.main(["quickstart", "--iterations", "1", "--q", "1"]), 0
-            )
-        finally:
-            cli.QUICKSTART_METHODS = old
-
-    def test_bad_arguments_exit_with_usage_error(self):
-        for argv in (["quickstart", "--q", "0"], ["quickstart", "--iterations", "-1"]):
-            with self.assertRaises(SystemExit) as ctx:
-                cli.main(argv)
-            self.assertEqual(ctx.exception.code, 2)
+        code, out, _ = _main([])
+        self.assertEqual(code, 0)
+        self.assertIn("usage", out)

@@ -18,7 +18,9 @@ import torch
 from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.monte_carlo import MCAcquisitionFunction
 from botorch.acquisition.objective import PosteriorTransform
+from botorch.exceptions.errors import UnsupportedError
 from botorch.models.model import Model
+from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.sampling.qmc import NormalQMCEngine
 from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import concatenate_pending_points, t_batch_mode_transform
@@ -228,6 +230,12 @@ class qES(MCAcquisitionFunction):
                 posterior = self.model.posterior(
                     R, posterior_transform=self.posterior_transform
                 )
+                if not isinstance(posterior, GPyTorchPosterior):
+                    raise UnsupportedError(
+                        "qES conditions a Gaussian posterior analytically, but the "
+                        f"model's posterior is a {type(posterior).__name__} (e.g. "
+                        "from a non-linear outcome transform such as Bilog)."
+                    )
                 mu_R = posterior.mean.squeeze(-1)
                 S_RR = posterior.distribution.covariance_matrix
                 # A fixed jitter relative to the prior variance (not only the

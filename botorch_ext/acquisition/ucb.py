@@ -51,7 +51,9 @@ class qUCB(SampleReducingMCAcquisitionFunction):
     MCMC hyperparameter draws) the per-member means are used and the value is
     averaged over members, as BoTorch does. For any other objective, and for
     posteriors whose ``mean`` does not line up with the samples' shape, the class
-    falls back to the sample mean, i.e. to BoTorch's estimator.
+    falls back to the sample mean, i.e. to BoTorch's estimator; so does a
+    posterior without a closed-form mean (e.g. under a ``Bilog`` outcome
+    transform).
 
     Example:
         >>> model = SingleTaskGP(train_X, train_Y)
@@ -121,7 +123,7 @@ class qUCB(SampleReducingMCAcquisitionFunction):
         )
         samples = self.get_posterior_samples(posterior)
         obj = self.objective(samples=samples, X=X)
-        mean = posterior.mean if self.uses_exact_mean else None
+        mean = _exact_mean(posterior) if self.uses_exact_mean else None
         if mean is not None:
             mean = self.objective(samples=mean.unsqueeze(0), X=X).squeeze(0)
             if mean.shape != obj.shape[len(self.sample_shape) :]:
@@ -145,3 +147,13 @@ class qUCB(SampleReducingMCAcquisitionFunction):
         if mean is None:
             mean = obj.mean(dim=tuple(range(len(self.sample_shape))))
         return mean + self.beta_prime * (obj - mean).abs()
+
+
+def _exact_mean(posterior) -> Tensor | None:
+    r"""The posterior mean, or None where the posterior cannot provide it (e.g. a
+    ``TransformedPosterior`` under a non-linear outcome transform such as
+    ``Bilog``, whose mean has no closed form)."""
+    try:
+        return posterior.mean
+    except NotImplementedError:
+        return None

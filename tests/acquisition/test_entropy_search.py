@@ -127,6 +127,16 @@ class TestQES(BotorchTestCase):
         )
         self.assertTrue(torch.isfinite(val).all())
 
+    def test_non_gaussian_posterior_is_rejected(self):
+        from botorch.models import SingleTaskGP
+        from botorch.models.transforms.outcome import Bilog
+
+        X = torch.rand(6, 2, device=self.device, dtype=torch.double)
+        model = SingleTaskGP(X, X.sum(-1, keepdim=True), outcome_transform=Bilog())
+        acqf = qES(model.eval(), representer_points=torch.rand(4, 2).to(X))
+        with self.assertRaisesRegex(UnsupportedError, "Gaussian posterior"):
+            acqf(torch.rand(1, 1, 2).to(X))
+
     def test_bad_input(self):
         model, R = self._setup()
         with self.assertRaisesRegex(ValueError, "`representer_points`.*non-empty"):

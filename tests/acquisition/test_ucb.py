@@ -95,6 +95,20 @@ class TestQUCB(BotorchTestCase):
         X = torch.zeros(b, q, 1, device=self.device, dtype=torch.double)
         self.assertAllClose(acqf(X).cpu(), expected)
 
+    def test_bilog_model_falls_back_to_sample_mean(self):
+        from botorch.models.transforms.outcome import Bilog
+
+        X = torch.rand(6, 2, device=self.device, dtype=torch.double)
+        model = SingleTaskGP(X, X.sum(-1, keepdim=True), outcome_transform=Bilog())
+        Xt = torch.rand(3, 2, 2, device=self.device, dtype=torch.double)
+        ours = qUCB(
+            model.eval(), beta=1.0, sampler=IIDNormalSampler(torch.Size([32]), seed=0)
+        )
+        ref = qUpperConfidenceBound(
+            model, beta=1.0, sampler=IIDNormalSampler(torch.Size([32]), seed=0)
+        )
+        self.assertAllClose(ours(Xt), ref(Xt))
+
     def test_linear_objective_uses_exact_mean(self):
         n, b, q = 4, 2, 2
         samples = torch.randn(n, b, q, 2, device=self.device, dtype=torch.double)

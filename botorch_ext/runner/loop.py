@@ -1,0 +1,170 @@
+r"""One Bayesian-optimization run: initial design, then batches of ``q`` proposals.
+
+Data path: problem + method + seed -> initial design -> loop (fit, propose,
+evaluate, append row) -> rows, each handed to ``on_row`` as soon as it exists so
+that an interrupted run keeps what it evaluated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import torch
+from botorch.utils.sampling import draw_sobol_samples
+
+from botorch_ext.runner.methods import MethodOptions, get_method
+from botorch_ext.runner.problems import get_problem
+
+INITS = ("sobol", "center")
+
+#: Columns of ``results.csv``, in order.
+COLUMNS = (
+    "problem",
+    "dim",
+    "method",
+    "seed",
+    "n_evals",
+    "value",
+    "best_value",
+    "regret",
+    "seconds",
+    "init",
+    "outcome_transform",
+)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    r"""Everything that determines one run (and is written to ``config.json``).
+
+    Args:
+        problem: A registered problem name.
+        method: A registered method name.
+        budget: Total number of evaluations, initial design included.
+        dim: Problem dimension (the problem's default if None).
+        n_init: Size of the initial design.
+        q: Batch size of each proposal.
+        seed: Seed of the initial design and of the method.
+        init: ``"sobol"``, or ``"center"`` (the cube's centre plus ``n_init - 1``
+            Sobol points, the BOCK paper's start).
+        options: Settings of the model-based methods.
+    """
+
+    problem: str
+    method: str
+    budget: int
+    dim: int | None = None
+    n_init: int = 10
+    q: int = 1
+    seed: int = 0
+    init: str = "sobol"
+    options: MethodOptions = field(default_factory=MethodOptions)
+
+    def validate(self) -> None:
+        r"""Raise ``ValueError`` with a one-line message for any bad setting."""
+        get_problem(self.problem, self.dim)
+        get_method(self.method)
+        if self.q < 1:
+            raise ValueError(f"q must be >= 1, got {self.q}")
+        if self.n_init < 1:
+            raise ValueError(f"n-init must be >= 1, got {self.n_init}")
+        if self.budget < self.n_init:
+            raise ValueError(
+                f"budget ({self.budget}) must be at least the initial design "
+                f"(n-init = {self.n_init})"
+            )
+        if self.method == "qes" and self.options.outcome_transform != "standardize":
+            raise ValueError(
+                "method 'qes' needs a Gaussian posterior; use --outcome-transform "
+                "standardize"
+            )
+        if self.init not in INITS:
+            raise ValueError(
+                f"unknown init {self.init!r}; choose from {', '.join(INITS)}"
+            )
+
+    def to_dict(self) -> dict:
+        r"""A JSON-serializable view, with the resolved dimension."""
+        out = asdict(self)
+        out["dim"] = get_problem(self.problem, self.dim).dim
+        return out
+
+
+def initial_design(dim: int, n_init: int, seed: int, init: str) -> torch.Tensor:
+    r"""The ``n_init x dim`` initial design in the unit cube.
+
+    Args:
+        dim: The dimension.
+        n_init: Number of points.
+        seed: Seed of the scrambled Sobol sequence.
+        init: ``"sobol"`` or ``"center"`` (centre first, then Sobol points).
+
+    Returns:
+        An ``n_init x dim`` float64 tensor.
+    """
+    bounds = torch.stack([torch.zeros(dim), torch.ones(dim)]).double()
+    X = draw_sobol_samples(bounds=bounds, n=n_init, q=1, seed=seed).squeeze(-2)
+    if init == "center":
+        X = torch.cat([torch.full((1, dim), 0.5, dtype=X.dtype), X[: n_init - 1]])
+    return X
+
+
+def run_bo(
+    config: RunConfig,
+    on_row: Callable[[dict], None] | None = None,
+) -> list[dict]:
+    r"""Run one BO loop and return one row per evaluation.
+
+    Example:
+        >>> rows = run_bo(RunConfig("branin", "qlogei", budget=15, n_init=5))
+
+    Args:
+        config: The run configuration (validated here).
+        on_row: Called with each row as soon as it is evaluated.
+
+    Returns:
+        The rows (dicts with the keys ``COLUMNS``), in evaluation order.
+    """
+    config.validate()
+    problem = get_problem(config.problem, config.dim)
+    method = get_method(config.method)
+    bounds = problem.bounds
+    rows: list[dict] = []
+    best = float("inf")
+    start = time.monotonic()
+
+    def record(X_new: torch.Tensor) -> torch.Tensor:
+        nonlocal best
+        values = problem(X_new)
+        seconds = time.monotonic() - start  # one timestamp per batch
+        for v in values.tolist():
+            best = min(best, v)
+            row = {
+                "problem": problem.name,
+                "dim": problem.dim,
+                "method": config.method,
+                "seed": config.seed,
+                "n_evals": len(rows) + 1,
+                "value": v,
+                "best_value": best,
+                "regret": max(best - problem.optimal_value, 0.0),
+                "seconds": seconds,
+                "init": config.init,
+                "outcome_transform": config.options.outcome_transform,
+            }
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+        return values
+
+    X = initial_design(problem.dim, config.n_init, config.seed, config.init)
+    Y = -record(X).unsqueeze(-1)  # BoTorch maximizes
+    while len(rows) < config.budget:
+        q = min(config.q, config.budget - len(rows))
+        candidates = method(X, Y, bounds, q, config.seed, config.options)
+        candidates = candidates.clamp(0.0, 1.0).to(X)
+        Y = torch.cat([Y, -record(candidates).unsqueeze(-1)])
+        X = torch.cat([X, candidates])
+    return rows

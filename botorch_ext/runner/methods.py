@@ -1,0 +1,167 @@
+r"""Registry of optimization methods for the benchmark runner.
+
+A method is one function from ``(train_X, train_Y, bounds, q, seed, options)`` to a
+``q x d`` tensor of candidates in ``bounds``; ``train_Y`` is in BoTorch's
+maximization sign and ``seed`` is the run's seed (methods derive per-iteration
+seeds from it and ``len(train_X)``, so a run is reproducible from its seed).
+Registering a function in ``METHODS`` is all it takes to add a method to
+``botorch-ext run`` and ``compare``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from botorch.acquisition import qLogNoisyExpectedImprovement
+from botorch.acquisition.input_constructors import get_acqf_input_constructor
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from botorch.models.transforms.outcome import (
+    Bilog,
+    ChainedOutcomeTransform,
+    OutcomeTransform,
+    Standardize,
+)
+from botorch.optim import optimize_acqf
+from botorch.utils.datasets import SupervisedDataset
+from botorch.utils.sampling import draw_sobol_samples
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from torch import Tensor
+
+from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
+
+OUTCOME_TRANSFORMS = ("standardize", "bilog")
+
+
+@dataclass(frozen=True)
+class MethodOptions:
+    r"""Settings shared by the model-based methods.
+
+    Args:
+        outcome_transform: ``"standardize"`` or ``"bilog"`` (BoTorch's ``Bilog``
+            chained with ``Standardize``), applied to the training outcomes.
+        num_restarts: ``optimize_acqf`` restarts.
+        raw_samples: ``optimize_acqf`` raw samples for the initial conditions.
+    """
+
+    outcome_transform: str = "standardize"
+    num_restarts: int = 10
+    raw_samples: int = 512
+
+
+Method = Callable[[Tensor, Tensor, Tensor, int, int, MethodOptions], Tensor]
+
+
+def _outcome_transform(name: str) -> OutcomeTransform:
+    if name == "standardize":
+        return Standardize(m=1)
+    if name == "bilog":
+        return ChainedOutcomeTransform(bilog=Bilog(), standardize=Standardize(m=1))
+    choices = ", ".join(OUTCOME_TRANSFORMS)
+    raise ValueError(f"unknown outcome transform {name!r}; choose from {choices}")
+
+
+def fit_model(train_X: Tensor, train_Y: Tensor, options: MethodOptions) -> SingleTaskGP:
+    r"""Fit a ``SingleTaskGP`` (BoTorch's defaults) by maximizing the marginal
+    likelihood with ``fit_gpytorch_mll``.
+
+    Args:
+        train_X: ``n x d`` inputs in the unit cube.
+        train_Y: ``n x 1`` outcomes (maximization sign).
+        options: The method options (outcome transform).
+
+    Returns:
+        The fitted model, in eval mode.
+    """
+    model = SingleTaskGP(
+        train_X,
+        train_Y,
+        outcome_transform=_outcome_transform(options.outcome_transform),
+    )
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    return model.eval()
+
+
+def _iteration_seed(seed: int, train_X: Tensor) -> int:
+    return seed * 100_003 + train_X.shape[0]
+
+
+def _random(train_X, train_Y, bounds, q, seed, options) -> Tensor:
+    gen = torch.Generator().manual_seed(_iteration_seed(seed, train_X))
+    U = torch.rand(q, bounds.shape[-1], generator=gen, dtype=bounds.dtype)
+    return bounds[0] + U * (bounds[1] - bounds[0])
+
+
+def _sobol(train_X, train_Y, bounds, q, seed, options) -> Tensor:
+    # Continue one scrambled Sobol sequence across iterations: the points already
+    # used are the first len(train_X) of the sequence with this seed.
+    n = train_X.shape[0] + q
+    X = draw_sobol_samples(bounds=bounds, n=n, q=1, seed=seed).squeeze(-2)
+    return X[-q:]
+
+
+def _acquisition_method(acqf_class, **constructor_kwargs) -> Method:
+    def method(train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        torch.manual_seed(_iteration_seed(seed, train_X))
+        model = fit_model(train_X, train_Y, options)
+        data = SupervisedDataset(
+            train_X,
+            train_Y,
+            feature_names=[f"x{i}" for i in range(train_X.shape[-1])],
+            outcome_names=["y"],
+        )
+        pairs = list(zip(bounds[0].tolist(), bounds[1].tolist(), strict=True))
+        kwargs = get_acqf_input_constructor(acqf_class)(
+            model=model, training_data=data, bounds=pairs, **constructor_kwargs
+        )
+        acqf = acqf_class(**kwargs)
+        with warnings.catch_warnings():
+            # L-BFGS-B's occasional "ABNORMAL" line-search exits are retried by
+            # optimize_acqf itself; they are not worth a warning per iteration.
+            warnings.simplefilter("ignore", OptimizationWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            candidates, _ = optimize_acqf(
+                acqf,
+                bounds=bounds,
+                q=q,
+                num_restarts=options.num_restarts,
+                raw_samples=options.raw_samples,
+            )
+        return candidates.detach()
+
+    return method
+
+
+METHODS: dict[str, Method] = {
+    "random": _random,
+    "sobol": _sobol,
+    "qlogei": _acquisition_method(qLogNoisyExpectedImprovement),
+    "qucb": _acquisition_method(qUCB),
+    "qsoftpi": _acquisition_method(qSoftPI),
+    "qlogsoftpi": _acquisition_method(qLogSoftPI),
+    "qes": _acquisition_method(qES),
+}
+
+#: Methods that fit a model, and so honour ``MethodOptions``.
+MODEL_BASED = frozenset(METHODS) - {"random", "sobol"}
+
+
+def get_method(name: str) -> Method:
+    r"""Look up a registered method.
+
+    Args:
+        name: One of ``METHODS``.
+
+    Returns:
+        The method function.
+
+    Raises:
+        ValueError: For an unknown name, listing the valid ones.
+    """
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+    return METHODS[name]

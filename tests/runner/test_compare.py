@@ -1,0 +1,62 @@
+import csv
+import tempfile
+from pathlib import Path
+
+from botorch.utils.testing import BotorchTestCase
+
+from botorch_ext.runner.compare import CsvWriter, format_summary, run_grid, summarize
+from botorch_ext.runner.loop import COLUMNS, RunConfig
+from botorch_ext.runner.plotting import plot_regret
+
+
+def _row(method, seed, n, value, best, seconds):
+    return {
+        "problem": "p", "dim": 1, "method": method, "seed": seed, "n_evals": n,
+        "value": value, "best_value": best, "regret": best, "seconds": seconds,
+        "init": "sobol", "outcome_transform": "standardize",
+    }  # fmt: skip
+
+
+class TestCompare(BotorchTestCase):
+    def test_summarize_by_hand(self):
+        rows = [
+            # seed 0: initial design at t=1, then batches at t=3 and t=5
+            _row("a", 0, 1, 5.0, 5.0, 1.0),
+            _row("a", 0, 2, 4.0, 4.0, 3.0),
+            _row("a", 0, 3, 2.0, 2.0, 5.0),
+            # seed 1: initial design at t=0, one batch at t=4
+            _row("a", 1, 1, 3.0, 3.0, 0.0),
+            _row("a", 1, 2, 6.0, 3.0, 4.0),
+        ]
+        (s,) = summarize(rows)
+        self.assertEqual(s["runs"], 2)
+        self.assertEqual(s["best_mean"], 2.5)
+        self.assertAlmostEqual(s["best_std"], 0.7071067811865476)
+        self.assertEqual(s["seconds_per_iteration"], (2.0 + 4.0) / 2)
+        self.assertIn("| a | 2 | 3 | 2.5 ± 0.71 |", format_summary([s]))
+
+    def test_grid_in_workers_matches_serial(self):
+        base = RunConfig("branin", "random", budget=5, n_init=3, q=1)
+        serial = run_grid(base, ["random", "sobol"], [0, 1], workers=1)
+        parallel = run_grid(base, ["random", "sobol"], [0, 1], workers=2)
+        key = lambda r: (r["method"], r["seed"], r["n_evals"])
+        self.assertEqual(
+            [r["value"] for r in sorted(serial, key=key)],
+            [r["value"] for r in sorted(parallel, key=key)],
+        )
+
+    def test_csv_writer_and_plot(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = run_grid(
+                RunConfig("branin", "random", budget=4, n_init=2), ["random"], [0, 1]
+            )
+            writer = CsvWriter(Path(tmp) / "r.csv")
+            for row in rows:
+                writer.write(row)
+            writer.close()
+            with open(Path(tmp) / "r.csv") as f:
+                read = list(csv.DictReader(f))
+            self.assertEqual(len(read), 8)
+            self.assertEqual(tuple(read[0]), COLUMNS)
+            plot_regret(rows, Path(tmp) / "p.png", title="t")
+            self.assertEqual((Path(tmp) / "p.png").read_bytes()[:4], b"\x89PNG")

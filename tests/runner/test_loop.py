@@ -1,0 +1,73 @@
+import torch
+from botorch.utils.testing import BotorchTestCase
+
+from botorch_ext.runner.loop import COLUMNS, RunConfig, initial_design, run_bo
+from botorch_ext.runner.methods import MethodOptions
+
+FAST = MethodOptions(num_restarts=2, raw_samples=16)
+
+
+class TestLoop(BotorchTestCase):
+    def test_rows_and_budget(self):
+        seen = []
+        config = RunConfig("branin", "random", budget=11, n_init=4, q=3, seed=1)
+        rows = run_bo(config, on_row=seen.append)
+        self.assertEqual(len(rows), 11)  # the last batch is cut to fit the budget
+        self.assertEqual(rows, seen)
+        self.assertEqual([r["n_evals"] for r in rows], list(range(1, 12)))
+        for r in rows:
+            self.assertEqual(set(r), set(COLUMNS))
+            self.assertGreaterEqual(r["regret"], 0.0)
+        best = [r["best_value"] for r in rows]
+        self.assertEqual(
+            best, [min(r["value"] for r in rows[: i + 1]) for i in range(11)]
+        )
+        self.assertAlmostEqual(rows[-1]["regret"], best[-1] - 0.397887, places=6)
+
+    def test_reproducible_from_seed(self):
+        for method in ("random", "sobol", "qucb"):
+            config = RunConfig(
+                "branin", method, budget=8, n_init=5, q=1, seed=3, options=FAST
+            )
+            a = [r["value"] for r in run_bo(config)]
+            b = [r["value"] for r in run_bo(config)]
+            self.assertEqual(a, b)
+
+    def test_initial_designs(self):
+        X = initial_design(3, 5, seed=0, init="center")
+        self.assertTrue(torch.equal(X[0], torch.full((3,), 0.5, dtype=X.dtype)))
+        sobol = initial_design(3, 5, seed=0, init="sobol")
+        self.assertTrue(torch.equal(X[1:], sobol[:4]))
+        config = RunConfig(
+            "rosenbrock", "random", budget=3, dim=4, n_init=3, init="center"
+        )
+        self.assertAlmostEqual(run_bo(config)[0]["value"], 8608.36, places=2)
+
+    def test_sobol_method_continues_the_initial_sequence(self):
+        rows = run_bo(RunConfig("branin", "sobol", budget=10, n_init=4, q=2, seed=2))
+        X = initial_design(2, 10, seed=2, init="sobol")
+        from botorch_ext.runner.problems import get_problem
+
+        expected = get_problem("branin")(X).tolist()
+        self.assertAllClose(
+            torch.tensor([r["value"] for r in rows]), torch.tensor(expected)
+        )
+
+    def test_validation(self):
+        bad = {
+            "unknown problem": RunConfig("nope", "random", budget=5),
+            "unknown method": RunConfig("branin", "nope", budget=5),
+            "q must be": RunConfig("branin", "random", budget=5, n_init=2, q=0),
+            "at least the initial design": RunConfig("branin", "random", budget=5),
+            "unknown init": RunConfig("branin", "random", budget=5, n_init=2, init="x"),
+            "Gaussian posterior": RunConfig(
+                "branin",
+                "qes",
+                budget=5,
+                n_init=2,
+                options=MethodOptions(outcome_transform="bilog"),
+            ),  # fmt: skip
+        }
+        for message, config in bad.items():
+            with self.assertRaisesRegex(ValueError, message):
+                run_bo(config)

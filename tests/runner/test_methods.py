@@ -1,0 +1,42 @@
+import torch
+from botorch.utils.testing import BotorchTestCase
+
+from botorch_ext.runner.methods import (
+    METHODS,
+    MODEL_BASED,
+    MethodOptions,
+    fit_model,
+    get_method,
+)
+
+
+class TestMethods(BotorchTestCase):
+    def test_every_method_proposes_q_points_in_bounds(self):
+        torch.manual_seed(0)
+        X = torch.rand(8, 3, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(3), torch.ones(3)]).double()
+        options = MethodOptions(num_restarts=2, raw_samples=16)
+        for name in METHODS:
+            for q in (1, 2):
+                cand = get_method(name)(X, Y, bounds, q, 0, options)
+                self.assertEqual(cand.shape, torch.Size([q, 3]), name)
+                self.assertTrue(((cand >= 0) & (cand <= 1)).all(), name)
+        self.assertEqual(MODEL_BASED, set(METHODS) - {"random", "sobol"})
+
+    def test_outcome_transforms(self):
+        X = torch.rand(8, 2, dtype=torch.double)
+        Y = 1e4 * X.sum(-1, keepdim=True)
+        for name in ("standardize", "bilog"):
+            model = fit_model(X, Y, MethodOptions(outcome_transform=name))
+            # The posterior is reported on the original scale either way.
+            samples = model.posterior(X).rsample(torch.Size([64])).mean(0)
+            self.assertLess(((samples - Y).abs() / Y.abs()).max().item(), 0.5)
+        with self.assertRaisesRegex(ValueError, "unknown outcome transform 'x'"):
+            fit_model(X, Y, MethodOptions(outcome_transform="x"))
+
+    def test_unknown_method(self):
+        with self.assertRaisesRegex(
+            ValueError, "unknown method 'x'; choose from random"
+        ):
+            get_method("x")
