@@ -80,6 +80,13 @@ class RunConfig:
                 "method 'qes' needs a Gaussian posterior; use --outcome-transform "
                 "standardize"
             )
+        problem = get_problem(self.problem, self.dim)
+        if self.options.outcome_transform == "log" and problem.optimal_value < 0:
+            raise ValueError(
+                "--outcome-transform log needs a positive objective, but "
+                f"{self.problem} reaches {problem.optimal_value:g}; use standardize "
+                "or bilog"
+            )
         if self.init not in INITS:
             raise ValueError(
                 f"unknown init {self.init!r}; choose from {', '.join(INITS)}"

@@ -23,6 +23,7 @@ from botorch.models import SingleTaskGP
 from botorch.models.transforms.outcome import (
     Bilog,
     ChainedOutcomeTransform,
+    Log,
     OutcomeTransform,
     Standardize,
 )
@@ -33,8 +34,9 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
 from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
+from botorch_ext.runner.transforms import Negate
 
-OUTCOME_TRANSFORMS = ("standardize", "bilog")
+OUTCOME_TRANSFORMS = ("standardize", "bilog", "log")
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,10 @@ class MethodOptions:
     r"""Settings shared by the model-based methods.
 
     Args:
-        outcome_transform: ``"standardize"`` or ``"bilog"`` (BoTorch's ``Bilog``
-            chained with ``Standardize``), applied to the training outcomes.
+        outcome_transform: ``"standardize"``, ``"bilog"`` (BoTorch's ``Bilog``
+            chained with ``Standardize``) or ``"log"`` (BoTorch's ``Log`` of the
+            minimization-sign objective ``f``, chained with ``Standardize``; needs
+            ``f > 0``), applied to the training outcomes.
         num_restarts: ``optimize_acqf`` restarts.
         raw_samples: ``optimize_acqf`` raw samples for the initial conditions.
     """
@@ -61,6 +65,11 @@ def _outcome_transform(name: str) -> OutcomeTransform:
         return Standardize(m=1)
     if name == "bilog":
         return ChainedOutcomeTransform(bilog=Bilog(), standardize=Standardize(m=1))
+    if name == "log":
+        # The runner's outcomes are -f; model log f (minimization sign, f > 0).
+        return ChainedOutcomeTransform(
+            negate=Negate(), log=Log(), standardize=Standardize(m=1)
+        )
     choices = ", ".join(OUTCOME_TRANSFORMS)
     raise ValueError(f"unknown outcome transform {name!r}; choose from {choices}")
 

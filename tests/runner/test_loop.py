@@ -60,6 +60,13 @@ class TestLoop(BotorchTestCase):
             "q must be": RunConfig("branin", "random", budget=5, n_init=2, q=0),
             "at least the initial design": RunConfig("branin", "random", budget=5),
             "unknown init": RunConfig("branin", "random", budget=5, n_init=2, init="x"),
+            "needs a positive objective": RunConfig(
+                "hartmann6",
+                "random",
+                budget=5,
+                n_init=2,
+                options=MethodOptions(outcome_transform="log"),
+            ),  # fmt: skip
             "Gaussian posterior": RunConfig(
                 "branin",
                 "qes",

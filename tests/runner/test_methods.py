@@ -26,8 +26,8 @@ class TestMethods(BotorchTestCase):
 
     def test_outcome_transforms(self):
         X = torch.rand(8, 2, dtype=torch.double)
-        Y = 1e4 * X.sum(-1, keepdim=True)
-        for name in ("standardize", "bilog"):
+        Y = -1e4 * (0.1 + X.sum(-1, keepdim=True))  # maximization sign of f > 0
+        for name in ("standardize", "bilog", "log"):
             model = fit_model(X, Y, MethodOptions(outcome_transform=name))
             # The posterior is reported on the original scale either way.
             samples = model.posterior(X).rsample(torch.Size([64])).mean(0)

@@ -1,0 +1,70 @@
+r"""Outcome transforms the runner needs beyond BoTorch's own."""
+
+from __future__ import annotations
+
+import torch
+from botorch.models.transforms.outcome import OutcomeTransform
+from botorch.posteriors import Posterior, TransformedPosterior
+from torch import Tensor
+
+
+class Negate(OutcomeTransform):
+    r"""Flip the sign of the outcomes: ``Y -> -Y``.
+
+    The runner hands models outcomes in BoTorch's maximization sign, ``-f`` for a
+    minimization problem; chaining ``Negate`` before BoTorch's ``Log`` models
+    ``log f`` (which needs ``f > 0``) while the model still reports ``-f``.
+
+    Example:
+        >>> tf = ChainedOutcomeTransform(neg=Negate(), log=Log(), std=Standardize(1))
+        >>> model = SingleTaskGP(train_X, -f_values, outcome_transform=tf)
+    """
+
+    def forward(
+        self, Y: Tensor, Yvar: Tensor | None = None, X: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        r"""Negate the outcomes; the noise variances are unchanged.
+
+        Args:
+            Y: A ``batch_shape x n x m``-dim tensor of outcomes.
+            Yvar: Matching observation-noise variances (optional).
+            X: Unused.
+
+        Returns:
+            ``(-Y, Yvar)``.
+        """
+        return -Y, Yvar
+
+    def untransform(
+        self, Y: Tensor, Yvar: Tensor | None = None, X: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        r"""Negate back (``Negate`` is its own inverse).
+
+        Args:
+            Y: A ``batch_shape x n x m``-dim tensor of transformed outcomes.
+            Yvar: Matching variances (optional).
+            X: Unused.
+
+        Returns:
+            ``(-Y, Yvar)``.
+        """
+        return -Y, Yvar
+
+    def untransform_posterior(
+        self, posterior: Posterior, X: Tensor | None = None
+    ) -> TransformedPosterior:
+        r"""The posterior of ``-Y``: samples and mean negated, variance kept.
+
+        Args:
+            posterior: A posterior in the transformed space.
+            X: Unused.
+
+        Returns:
+            A ``TransformedPosterior``.
+        """
+        return TransformedPosterior(
+            posterior=posterior,
+            sample_transform=torch.neg,
+            mean_transform=lambda mean, var: -mean,
+            variance_transform=lambda mean, var: var,
+        )
