@@ -174,11 +174,18 @@ def _output_dir(path: str) -> Path:
 
 
 def _problems() -> int:
-    print(f"{'problem':<20}{'dim':>6}  {'optimum':>12}  scalable")
+    print(
+        f"{'problem':<20}{'dim':>5}  {'optimum':>10}  {'sense':<9}{'native domain':<20}"
+        "scalable"
+    )
     for name, entry in PROBLEMS.items():
-        problem = get_problem(name)
-        scalable = "no" if entry.fixed_dim else f"yes (dim >= {entry.min_dim})"
-        print(f"{name:<20}{problem.dim:>6}  {problem.optimal_value:>12.6g}  {scalable}")
+        p = get_problem(name)
+        scalable = "no" if entry.fixed_dim else f"yes (--dim >= {entry.min_dim})"
+        print(
+            f"{name:<20}{p.dim:>5}  {p.optimal_value:>10.6g}  {p.sense:<9}"
+            f"{p.domain:<20}{scalable}"
+        )
+    print("every problem is exposed to BoTorch on [0, 1]^d")
     return 0
 
 

@@ -49,6 +49,8 @@ class Problem:
         optimal_value: The global minimum, in the natural sign.
         optimizer: A ``dim``-dim point of ``[0, 1]^dim`` attaining it.
         function: Maps an ``n x dim`` tensor in ``[0, 1]^dim`` to ``n`` values.
+        domain: The native domain the unit cube is mapped onto, for display.
+        sense: The sign convention; every registered problem is minimized.
     """
 
     name: str
@@ -56,6 +58,8 @@ class Problem:
     optimal_value: float
     optimizer: Tensor
     function: Callable[[Tensor], Tensor]
+    domain: str = "[-1, 1]^d"
+    sense: str = "minimize"
 
     @property
     def bounds(self) -> Tensor:
@@ -96,6 +100,7 @@ def _branin(dim: int) -> Problem:
         optimal_value=fn.optimal_value,
         optimizer=_to_unit(torch.tensor(fn._optimizers[0]), lower, upper),
         function=lambda U: fn(_to_native(U, lower, upper)),
+        domain="[-5, 10] x [0, 15]",
     )
 
 
@@ -107,6 +112,7 @@ def _hartmann6(dim: int) -> Problem:
         optimal_value=fn.optimal_value,
         optimizer=torch.tensor(fn._optimizers[0]),
         function=lambda U: fn(U),
+        domain="[0, 1]^6",
     )
 
 
