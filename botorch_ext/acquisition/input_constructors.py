@@ -3,8 +3,9 @@ acquisition functions of this package from a model and its training data.
 
 Importing ``botorch_ext.acquisition`` registers them; afterwards
 ``get_acqf_input_constructor(qUCB)(model=model, training_data=dataset)`` returns
-the keyword arguments of ``qUCB``. Registration is by exact class, one
-constructor per class.
+the keyword arguments of ``qUCB``. Registration is by exact class (a subclass
+inherits nothing), so every class is registered explicitly; ``qSoftPI`` and
+``qLogSoftPI`` share one constructor.
 
 Defaults follow the experiments of [Wilson2017reparam]: ``beta = sqrt(3)`` for
 q-UCB and ``tau = 0.01`` on *standardized* outcomes for q-PI and q-ES. Because a
@@ -77,18 +78,37 @@ def construct_inputs_qUCB(
     }
 
 
-def _construct_soft_pi(
+@acqf_input_constructor(qSoftPI, qLogSoftPI)
+def construct_inputs_soft_pi(
     model: Model,
     training_data: MaybeDict[SupervisedDataset],
-    objective: MCAcquisitionObjective | None,
-    posterior_transform: PosteriorTransform | None,
-    X_pending: Tensor | None,
-    sampler: MCSampler | None,
-    best_f: float | Tensor | None,
-    tau: float | None,
-    constraints: list[Callable[[Tensor], Tensor]] | None,
-    eta: Tensor | float,
+    objective: MCAcquisitionObjective | None = None,
+    posterior_transform: PosteriorTransform | None = None,
+    X_pending: Tensor | None = None,
+    sampler: MCSampler | None = None,
+    best_f: float | Tensor | None = None,
+    tau: float | None = None,
+    constraints: list[Callable[[Tensor], Tensor]] | None = None,
+    eta: Tensor | float = 1e-3,
 ) -> dict[str, Any]:
+    r"""Construct kwargs for ``qSoftPI`` and ``qLogSoftPI`` (same arguments).
+
+    Args:
+        model: The model to be used in the acquisition function.
+        training_data: Dataset(s) used to train the model.
+        objective: The objective to be used in the acquisition function.
+        posterior_transform: The posterior transform (optional).
+        X_pending: A ``m x d``-dim tensor of pending points.
+        sampler: The sampler used to draw base samples (optional).
+        best_f: The incumbent; the best (feasible) training objective if None.
+        tau: The temperature; ``0.01`` times the standard deviation of the
+            training objective values if None.
+        constraints: Outcome-constraint callables (feasible where < 0).
+        eta: Temperature(s) of the constraint indicators.
+
+    Returns:
+        A dict mapping kwarg names of the constructor to values.
+    """
     if best_f is None:
         best_f = get_best_f_mc(
             training_data=training_data,
@@ -112,80 +132,6 @@ def _construct_soft_pi(
         "constraints": constraints,
         "eta": eta,
     }
-
-
-@acqf_input_constructor(qSoftPI)
-def construct_inputs_qSoftPI(
-    model: Model,
-    training_data: MaybeDict[SupervisedDataset],
-    objective: MCAcquisitionObjective | None = None,
-    posterior_transform: PosteriorTransform | None = None,
-    X_pending: Tensor | None = None,
-    sampler: MCSampler | None = None,
-    best_f: float | Tensor | None = None,
-    tau: float | None = None,
-    constraints: list[Callable[[Tensor], Tensor]] | None = None,
-    eta: Tensor | float = 1e-3,
-) -> dict[str, Any]:
-    r"""Construct kwargs for ``botorch_ext.acquisition.qSoftPI``.
-
-    Args:
-        model: The model to be used in the acquisition function.
-        training_data: Dataset(s) used to train the model.
-        objective: The objective to be used in the acquisition function.
-        posterior_transform: The posterior transform (optional).
-        X_pending: A ``m x d``-dim tensor of pending points.
-        sampler: The sampler used to draw base samples (optional).
-        best_f: The incumbent; the best (feasible) training objective if None.
-        tau: The temperature; ``0.01`` times the standard deviation of the
-            training objective values if None.
-        constraints: Outcome-constraint callables (feasible where < 0).
-        eta: Temperature(s) of the constraint indicators.
-
-    Returns:
-        A dict mapping kwarg names of the constructor to values.
-    """
-    return _construct_soft_pi(
-        model, training_data, objective, posterior_transform, X_pending, sampler,
-        best_f, tau, constraints, eta,
-    )  # fmt: skip
-
-
-@acqf_input_constructor(qLogSoftPI)
-def construct_inputs_qLogSoftPI(
-    model: Model,
-    training_data: MaybeDict[SupervisedDataset],
-    objective: MCAcquisitionObjective | None = None,
-    posterior_transform: PosteriorTransform | None = None,
-    X_pending: Tensor | None = None,
-    sampler: MCSampler | None = None,
-    best_f: float | Tensor | None = None,
-    tau: float | None = None,
-    constraints: list[Callable[[Tensor], Tensor]] | None = None,
-    eta: Tensor | float = 1e-3,
-) -> dict[str, Any]:
-    r"""Construct kwargs for ``botorch_ext.acquisition.qLogSoftPI``.
-
-    Args:
-        model: The model to be used in the acquisition function.
-        training_data: Dataset(s) used to train the model.
-        objective: The objective to be used in the acquisition function.
-        posterior_transform: The posterior transform (optional).
-        X_pending: A ``m x d``-dim tensor of pending points.
-        sampler: The sampler used to draw base samples (optional).
-        best_f: The incumbent; the best (feasible) training objective if None.
-        tau: The temperature; ``0.01`` times the standard deviation of the
-            training objective values if None.
-        constraints: Outcome-constraint callables (feasible where < 0).
-        eta: Temperature(s) of the constraint indicators.
-
-    Returns:
-        A dict mapping kwarg names of the constructor to values.
-    """
-    return _construct_soft_pi(
-        model, training_data, objective, posterior_transform, X_pending, sampler,
-        best_f, tau, constraints, eta,
-    )  # fmt: skip
 
 
 @acqf_input_constructor(qES)

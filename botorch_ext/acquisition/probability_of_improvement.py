@@ -45,10 +45,11 @@ class _SoftPIBase(SampleReducingMCAcquisitionFunction):
         X_pending: Tensor | None = None,
         constraints: list[Callable[[Tensor], Tensor]] | None = None,
         eta: Tensor | float = 1e-3,
-        **reductions,
     ) -> None:
         check_finite("best_f", best_f)
         check_positive("tau", tau)
+        # In log space the mean over samples becomes a logmeanexp; the max over
+        # the batch commutes with the (monotone) log and stays a hard max.
         super().__init__(
             model=model,
             sampler=sampler,
@@ -57,7 +58,8 @@ class _SoftPIBase(SampleReducingMCAcquisitionFunction):
             X_pending=X_pending,
             constraints=constraints,
             eta=eta,
-            **reductions,
+            sample_reduction=logmeanexp if self._log else torch.mean,
+            q_reduction=torch.amax,
         )
         # The trailing singleton aligns a batched ``best_f`` with ``batch_shape x q``.
         self.register_buffer("best_f", torch.as_tensor(best_f).unsqueeze(-1))
@@ -108,30 +110,6 @@ class qSoftPI(_SoftPIBase):
         Calling the acquisition function on a ``batch_shape x q x d`` tensor
         returns a ``batch_shape``-dim tensor of values in ``[0, 1]``.
     """
-
-    def __init__(
-        self,
-        model: Model,
-        best_f: float | Tensor,
-        tau: float | Tensor = DEFAULT_TAU,
-        sampler: MCSampler | None = None,
-        objective: MCAcquisitionObjective | None = None,
-        posterior_transform: PosteriorTransform | None = None,
-        X_pending: Tensor | None = None,
-        constraints: list[Callable[[Tensor], Tensor]] | None = None,
-        eta: Tensor | float = 1e-3,
-    ) -> None:
-        super().__init__(
-            model=model,
-            best_f=best_f,
-            tau=tau,
-            sampler=sampler,
-            objective=objective,
-            posterior_transform=posterior_transform,
-            X_pending=X_pending,
-            constraints=constraints,
-            eta=eta,
-        )
 
     def _sample_forward(self, obj: Tensor) -> Tensor:
         r"""Per-sample soft improvement indicators.
@@ -184,32 +162,6 @@ class qLogSoftPI(_SoftPIBase):
     """
 
     _log: bool = True
-
-    def __init__(
-        self,
-        model: Model,
-        best_f: float | Tensor,
-        tau: float | Tensor = DEFAULT_TAU,
-        sampler: MCSampler | None = None,
-        objective: MCAcquisitionObjective | None = None,
-        posterior_transform: PosteriorTransform | None = None,
-        X_pending: Tensor | None = None,
-        constraints: list[Callable[[Tensor], Tensor]] | None = None,
-        eta: Tensor | float = 1e-3,
-    ) -> None:
-        super().__init__(
-            model=model,
-            best_f=best_f,
-            tau=tau,
-            sampler=sampler,
-            objective=objective,
-            posterior_transform=posterior_transform,
-            X_pending=X_pending,
-            constraints=constraints,
-            eta=eta,
-            sample_reduction=logmeanexp,
-            q_reduction=torch.amax,
-        )
 
     def _sample_forward(self, obj: Tensor) -> Tensor:
         r"""Per-sample log soft improvement indicators.

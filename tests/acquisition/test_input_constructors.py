@@ -29,11 +29,17 @@ class TestInputConstructors(BotorchTestCase):
         self.assertIsInstance(acqf, cls)
         return kw, acqf
 
-    def test_each_class_has_its_own_constructor(self):
-        constructors = {
-            get_acqf_input_constructor(c) for c in (qUCB, qSoftPI, qLogSoftPI, qES)
-        }
-        self.assertEqual(len(constructors), 4)
+    def test_every_class_is_registered_by_exact_class(self):
+        from botorch.acquisition.input_constructors import (
+            ACQF_INPUT_CONSTRUCTOR_REGISTRY,
+        )
+
+        for cls in (qUCB, qSoftPI, qLogSoftPI, qES):
+            self.assertIn(cls, ACQF_INPUT_CONSTRUCTOR_REGISTRY)
+        # The two soft-PI variants take the same arguments and share one.
+        self.assertIs(
+            get_acqf_input_constructor(qSoftPI), get_acqf_input_constructor(qLogSoftPI)
+        )
 
     def test_qucb(self):
         kw, acqf = self._build(qUCB)
