@@ -238,8 +238,14 @@ def main() -> None:
 
     print(
         f"\nqES ({args.num_representers} representer points, default "
-        "num_fantasies / num_inner_samples); memory columns: median (min-max) "
-        f"over {args.mem_repeats} fresh subprocesses\n"
+        "num_fantasies / num_inner_samples)"
+        + (
+            ""
+            if args.skip_memory
+            else "; memory columns: median (min-max) over "
+            f"{args.mem_repeats} fresh subprocess(es)"
+        )
+        + "\n"
     )
     mem = {}
     if not args.skip_memory:
