@@ -119,6 +119,31 @@ class TestCLI(BotorchTestCase):
             with open(Path(tmp) / "results.csv") as f:
                 self.assertEqual(len(list(csv.DictReader(f))), 4)  # 3 initial + 1
 
+    def test_interrupted_compare_keeps_rows_of_the_partial_run(self):
+        calls = {"n": 0}
+
+        def interrupted(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise KeyboardInterrupt
+            return methods.METHODS["random"](*args, **kwargs)
+
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            mock.patch.dict(methods.METHODS, {"sobol": interrupted}),
+        ):
+            argv = ["compare", "--problem", "branin", "--methods", "random,sobol",
+                    "--seeds", "0", "--budget", "6", "--n-init", "3",
+                    "--output", tmp]  # fmt: skip
+            code, _, err = _main(argv)
+            self.assertEqual(code, 130)
+            with open(Path(tmp) / "results.csv") as f:
+                rows = list(csv.DictReader(f))
+            # The whole random run (6) and the sobol run up to the interrupt (3 + 2).
+            self.assertEqual(
+                [r["method"] for r in rows], ["random"] * 6 + ["sobol"] * 5
+            )
+
     def test_no_command_prints_help(self):
         code, out, _ = _main([])
         self.assertEqual(code, 0)

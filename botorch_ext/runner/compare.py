@@ -62,7 +62,8 @@ def run_grid(
         workers: Number of worker processes (1 runs in this process). With
             several workers each uses one torch thread, so runs do not fight
             over cores.
-        on_row: Called with every row (in this process).
+        on_row: Called with every row, in this process: as it is evaluated
+            when ``workers == 1``, and when its run finishes otherwise.
         on_run_done: Called with each finished run's configuration.
 
     Returns:
@@ -80,8 +81,10 @@ def run_grid(
                 on_row(row)
 
     if workers <= 1:
+        # In-process runs hand over every row as it is evaluated, so an
+        # interrupted comparison keeps the partial run too.
         for config in configs:
-            collect(run_bo(config))
+            rows.extend(run_bo(config, on_row=on_row))
             if on_run_done is not None:
                 on_run_done(config)
         return rows
