@@ -135,11 +135,6 @@ def _split(text: str) -> list[str]:
 
 
 def _config(args: argparse.Namespace, method: str, seed: int) -> RunConfig:
-    if args.outcome_transform not in OUTCOME_TRANSFORMS:
-        raise ValueError(
-            f"unknown outcome transform {args.outcome_transform!r}; choose from "
-            f"{', '.join(OUTCOME_TRANSFORMS)}"
-        )
     config = RunConfig(
         problem=args.problem,
         method=method,

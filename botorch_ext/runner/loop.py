@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from botorch.utils.sampling import draw_sobol_samples
 
-from botorch_ext.runner.methods import MethodOptions, get_method
+from botorch_ext.runner.methods import OUTCOME_TRANSFORMS, MethodOptions, get_method
 from botorch_ext.runner.problems import get_problem
 
 INITS = ("sobol", "center")
@@ -79,6 +79,11 @@ class RunConfig:
             raise ValueError(
                 "method 'qes' needs a Gaussian posterior; use --outcome-transform "
                 "standardize"
+            )
+        if self.options.outcome_transform not in OUTCOME_TRANSFORMS:
+            raise ValueError(
+                f"unknown outcome transform {self.options.outcome_transform!r}; "
+                f"choose from {', '.join(OUTCOME_TRANSFORMS)}"
             )
         problem = get_problem(self.problem, self.dim)
         if self.options.outcome_transform == "log" and problem.optimal_value < 0:

@@ -70,16 +70,17 @@ class Problem:
         r"""Evaluate at ``n x dim`` points of the unit cube (minimization sign).
 
         Raises:
-            ValueError: If ``U`` has the wrong trailing dimension or leaves the
-                unit cube.
+            ValueError: If ``U`` has the wrong trailing dimension, leaves the
+                unit cube or contains NaN.
         """
         if U.shape[-1] != self.dim:
             raise ValueError(
                 f"`U` must have {self.dim} columns for {self.name}, got shape "
                 f"{tuple(U.shape)}."
             )
-        if bool(((U < 0) | (U > 1)).any()):
-            raise ValueError(f"`U` must lie in [0, 1]^{self.dim}.")
+        # Written as a negated "inside" test so that NaN entries fail it too.
+        if not bool(((U >= 0) & (U <= 1)).all()):
+            raise ValueError(f"`U` must lie in [0, 1]^{self.dim} (no NaN).")
         return self.function(U)
 
 

@@ -60,6 +60,13 @@ class TestLoop(BotorchTestCase):
             "q must be": RunConfig("branin", "random", budget=5, n_init=2, q=0),
             "at least the initial design": RunConfig("branin", "random", budget=5),
             "unknown init": RunConfig("branin", "random", budget=5, n_init=2, init="x"),
+            "unknown outcome transform 'x'; choose from standardize": RunConfig(
+                "branin",
+                "random",
+                budget=5,
+                n_init=2,
+                options=MethodOptions(outcome_transform="x"),
+            ),  # fmt: skip
             "needs a positive objective": RunConfig(
                 "hartmann6",
                 "random",

@@ -72,3 +72,5 @@ class TestProblems(BotorchTestCase):
             problem(torch.rand(2, 4))
         with self.assertRaisesRegex(ValueError, r"\[0, 1\]"):
             problem(torch.full((1, 3), 1.5))
+        with self.assertRaisesRegex(ValueError, "no NaN"):
+            problem(torch.tensor([[0.5, float("nan"), 0.5]]))
