@@ -12,6 +12,7 @@ from botorch_ext.acquisition import (
     qSoftPI,
     qUCB,
 )
+from botorch_ext.kernels import CylindricalKernel
 
 try:
     __version__ = version("botorch-ext")
@@ -20,6 +21,7 @@ except PackageNotFoundError:  # running from a source tree without installing
 
 __all__ = [
     "__version__",
+    "CylindricalKernel",
     "draw_representer_points",
     "qES",
     "qLogSoftPI",

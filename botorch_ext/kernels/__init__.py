@@ -1,0 +1,5 @@
+r"""GPyTorch kernels: BOCK's cylindrical kernel [Oh2018bock]."""
+
+from botorch_ext.kernels.cylindrical import CylindricalKernel
+
+__all__ = ["CylindricalKernel"]

@@ -1,0 +1,481 @@
+r"""BOCK's cylindrical kernel: a radius kernel times an angular kernel about a center.
+
+Data path: ``x -> (rho, a)`` polar split about ``center`` -> Kumaraswamy-warped
+radius ``w(rho)`` -> ``K_r(w(rho1), w(rho2)) * K_a(a1, a2)``.
+
+References
+
+.. [Oh2018bock]
+    C. Oh, E. Gavves and M. Welling. BOCK: Bayesian Optimization with Cylindrical
+    Kernels. ICML 2018 (PMLR 80).
+.. [Jayasumana2014]
+    S. Jayasumana, R. Hartley, M. Salzmann, H. Li and M. Harandi. Optimizing over
+    radial kernels on compact manifolds. CVPR 2014.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from botorch.models.transforms.utils import kumaraswamy_warp
+from gpytorch import settings
+from gpytorch.constraints import Interval
+from gpytorch.kernels import Kernel, MaternKernel
+from gpytorch.priors import LogNormalPrior, Prior
+from torch import Tensor
+
+from botorch_ext.validation import check_positive, check_positive_int
+
+# Authors' box for the radius warp (concave and non-decreasing on [0, 1]).
+ALPHA_BOUNDS = (0.5, 1.0)
+BETA_BOUNDS = (1.0, 2.0)
+# Box for the radial Matern lengthscale in warped-radius units; the upper end is
+# twice the (unit) search radius, as in the authors' code.
+RADIAL_LENGTHSCALE_BOUNDS = (0.01, 2.0)
+# Relative slack on the out-of-ball check, in units of the dtype's epsilon: corners
+# of the cube sit exactly on the default ball and round to either side of it.
+_BALL_SLACK_EPS = 100.0
+
+
+class _Default:
+    r"""Marker for "use the documented default prior" (``None`` means no prior)."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+
+
+def default_alpha_prior() -> LogNormalPrior:
+    r"""Prior on the warp's ``alpha``: ``log alpha ~ N(0, 0.5^2)`` (authors' choice)."""
+    return LogNormalPrior(loc=0.0, scale=0.5)
+
+
+def default_beta_prior() -> LogNormalPrior:
+    r"""Prior on the warp's ``beta``: ``log beta ~ N(0.5, 0.5^2)`` (authors' choice)."""
+    return LogNormalPrior(loc=0.5, scale=0.5)
+
+
+def sphere_moments(dim: int, degree: int) -> list[float]:
+    r"""Moments ``m_p = E[(a . e)^p]``, ``p = 0..degree``, of a uniform unit vector.
+
+    For ``a`` uniform on the sphere ``S^{dim-1}`` and any fixed unit vector ``e``,
+    odd moments vanish and ``m_p = prod_{k < p/2} (2k + 1) / (dim + 2k)`` for even
+    ``p``; ``m_0 = 1``.
+
+    Example:
+        >>> sphere_moments(3, 2)  # [1, 0, 1/3]
+        [1.0, 0.0, 0.3333333333333333]
+
+    Args:
+        dim: The dimension of the ambient space (``>= 1``).
+        degree: The largest power ``p``.
+
+    Returns:
+        A list of ``degree + 1`` moments.
+    """
+    check_positive_int("dim", dim)
+    moments = []
+    for p in range(degree + 1):
+        if p % 2:
+            moments.append(0.0)
+        else:
+            moments.append(
+                math.prod((2 * k + 1) / (dim + 2 * k) for k in range(p // 2))
+            )
+    return moments
+
+
+def polar_split(diff: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    r"""Split offsets from the center into norm, unit direction and a center mask.
+
+    ``norm = ||diff||`` and ``a = diff / ||diff||`` are computed with the safe
+    pattern (the square root and the division only ever see positive values), so
+    values and gradients are finite everywhere. At exactly the center the norm is
+    0 with zero gradient, the direction is the zero vector, and ``at_center`` is
+    True; callers decide what the center's angular similarity is.
+
+    Example:
+        >>> norm, a, at_center = polar_split(torch.tensor([[3.0, 4.0], [0.0, 0.0]]))
+        >>> norm.squeeze(-1), at_center.squeeze(-1)
+        (tensor([5., 0.]), tensor([False,  True]))
+
+    Args:
+        diff: A ``batch_shape x n x d`` tensor of offsets ``x - center``.
+
+    Returns:
+        ``norm`` (``batch_shape x n x 1``), ``a`` (``batch_shape x n x d``) and
+        ``at_center`` (``batch_shape x n x 1``, bool).
+    """
+    sq = diff.pow(2).sum(dim=-1, keepdim=True)
+    at_center = sq == 0
+    safe_norm = torch.where(at_center, torch.ones_like(sq), sq).sqrt()
+    norm = torch.where(at_center, torch.zeros_like(sq), safe_norm)
+    return norm, diff / safe_norm, at_center
+
+
+class CylindricalKernel(Kernel):
+    r"""BOCK's cylindrical kernel, mapping the unit cube into a ball about a center.
+
+    With ``rho = ||x - c|| / R`` and ``a = (x - c) / ||x - c||`` [Oh2018bock]:
+
+        K(x1, x2) = K_r(w(rho1), w(rho2)) * K_a(a1, a2),
+        K_a(a1, a2) = sum_{p=0}^{P} c_p (a1 . a2)^p,  c_p >= 0,  sum_p c_p = 1,
+        w(rho) = 1 - (1 - rho^alpha)^beta  (Kumaraswamy CDF).
+
+    ``K_a`` is a continuous radial kernel on the sphere [Jayasumana2014] whose
+    weights are normalised (softmax of ``raw_angular_weights``), so
+    ``K(x, x) = K_r(w, w)``: with a stationary ``K_r`` the prior variance is the
+    same at every point. Wrap the kernel in a ``ScaleKernel`` for an amplitude.
+    The hyperparameters (``P + 1`` angular weights, ``alpha``, ``beta`` and those
+    of ``K_r``) do not grow with the dimension.
+
+    The radius warp is concave and non-decreasing on the authors' box
+    ``alpha in [0.5, 1]``, ``beta in [1, 2]`` and starts at the identity
+    (``alpha = beta = 1``). The box is enforced the way BoTorch enforces its
+    noise floor: the constraints have no transform, so ``fit_gpytorch_mll``
+    passes the box to L-BFGS-B as parameter bounds and the identity, a corner of
+    the box, is reachable with a non-zero gradient. The priors are the authors'
+    (``log alpha ~ N(0, 0.5^2)``, ``log beta ~ N(0.5, 0.5^2)``). The default
+    ``K_r`` is a Matern-5/2 on the warped radius with its lengthscale in
+    ``[0.01, 2]`` starting at 1 (the authors' bounds and start, in units of
+    the search radius). The warp itself is BoTorch's ``kumaraswamy_warp``.
+
+    The center. The direction of the center is undefined. [Oh2018bock, Sec. 3.3]
+    give it the direction of each test point, which makes the center maximally
+    similar to every other point at once; that is not a kernel (a Gram matrix
+    over the center and two opposite points can be indefinite, and a joint
+    q-batch posterior would depend on which test point is "current"). This class
+    gives the center the feature ``psi = phibar / ||phibar||``, where ``phibar``
+    is the mean of the angular features over the uniform sphere. Then
+    ``K_a(c, c) = 1`` (the prior variance stays ``K_r``'s there too) and
+    ``K_a(c, a) = sqrt(sum_p c_p m_p)`` for every direction ``a``, with
+    ``m_p = E[(a . e)^p]`` the sphere moments: the largest similarity to the
+    center that is the same in every direction and keeps every Gram matrix
+    positive semi-definite. It is a limit the kernel does not approach
+    continuously (points near the center keep their directions, as the
+    cylinder geometry intends), so the gradient with respect to ``x`` grows like
+    ``1 / ||x - c||`` near the center; it is finite everywhere and zero at the
+    center itself.
+
+    Inputs must lie in the closed ball of radius ``R`` about ``c``; a point
+    outside raises ``ValueError`` naming the largest radius found (nothing is
+    clamped, apart from rounding at the boundary).
+
+    Fitting: [Oh2018bock] sample the hyperparameters with slice sampling; with
+    ``fit_gpytorch_mll`` this kernel is fitted by MAP (maximum marginal
+    likelihood plus the log priors).
+
+    Example:
+        >>> model = SingleTaskGP(train_X, train_Y, covar_module=CylindricalKernel())
+        >>> fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        >>> acqf = qLogNoisyExpectedImprovement(model, X_baseline=train_X)
+        >>> candidates, _ = optimize_acqf(
+        ...     acqf, bounds=bounds, q=1, num_restarts=10, raw_samples=512
+        ... )
+    """
+
+    has_lengthscale = False
+
+    def __init__(
+        self,
+        angular_degree: int = 3,
+        radial_base_kernel: Kernel | None = None,
+        center: float | Sequence[float] | Tensor = 0.5,
+        radius: float | None = None,
+        batch_shape: torch.Size = torch.Size([]),  # noqa: B008
+        active_dims: Sequence[int] | None = None,
+        angular_weights_prior: Prior | None = None,
+        alpha_prior: Prior | None | _Default = DEFAULT,
+        alpha_constraint: Interval | None = None,
+        beta_prior: Prior | None | _Default = DEFAULT,
+        beta_constraint: Interval | None = None,
+        **kwargs,
+    ) -> None:
+        r"""Cylindrical kernel of [Oh2018bock].
+
+        Args:
+            angular_degree: ``P``, the largest power of ``a1 . a2`` in ``K_a``
+                (``P + 1`` weights). The authors used 3.
+            radial_base_kernel: ``K_r``, a kernel on the 1-d warped radius. Default:
+                Matern-5/2 with lengthscale in ``[0.01, 2]`` starting at 1.
+            center: The center ``c``: a scalar (the same in every coordinate) or a
+                ``d``-vector. Default 0.5, the center of the unit cube.
+            radius: ``R``. ``None`` means the smallest ball about ``c`` that holds
+                the unit cube, ``sqrt(sum_i max(c_i, 1 - c_i)^2)`` (``sqrt(d) / 2``
+                for the default center; the paper's ``B(0, sqrt(d))`` around
+                ``[-1, 1]^d``).
+            batch_shape: Batch shape of the hyperparameters.
+            active_dims: Input dimensions the kernel acts on.
+            angular_weights_prior: Optional prior on the normalised weights ``c_p``.
+            alpha_prior: Prior on ``alpha``; default ``LogNormalPrior(0, 0.5)``,
+                ``None`` for none.
+            alpha_constraint: Constraint on ``alpha``; default the box
+                ``[0.5, 1]`` without transform, starting at 1.
+            beta_prior: Prior on ``beta``; default ``LogNormalPrior(0.5, 0.5)``,
+                ``None`` for none.
+            beta_constraint: Constraint on ``beta``; default the box ``[1, 2]``
+                without transform, starting at 1.
+            **kwargs: Passed to ``gpytorch.kernels.Kernel``.
+        """
+        if isinstance(angular_degree, bool) or not isinstance(angular_degree, int):
+            raise ValueError(
+                f"`angular_degree` must be a non-negative int, got {angular_degree!r}."
+            )
+        if angular_degree < 0:
+            raise ValueError(
+                f"`angular_degree` must be a non-negative int, got {angular_degree}."
+            )
+        if radius is not None:
+            check_positive("radius", radius)
+        center_t = torch.as_tensor(center, dtype=torch.float64)
+        if center_t.dim() > 1:
+            raise ValueError(
+                f"`center` must be a scalar or a 1-d tensor, got shape "
+                f"{tuple(center_t.shape)}."
+            )
+        if not bool(torch.isfinite(center_t).all()):
+            raise ValueError(f"`center` must be finite, got {center}.")
+        super().__init__(batch_shape=batch_shape, active_dims=active_dims, **kwargs)
+        self.angular_degree = angular_degree
+        # A plain attribute, not a buffer: Kernel.__getitem__ indexes every buffer
+        # by the batch index, and the center has no batch dimension.
+        self.center = center_t
+        self.radius = None if radius is None else float(radius)
+
+        if radial_base_kernel is None:
+            radial_base_kernel = MaternKernel(
+                nu=2.5,
+                batch_shape=self.batch_shape,
+                lengthscale_constraint=Interval(
+                    *RADIAL_LENGTHSCALE_BOUNDS, transform=None, initial_value=1.0
+                ),
+            )
+        self.radial_base_kernel = radial_base_kernel
+
+        # Start near the authors' initialisation: almost no constant term, the
+        # powers 1..P equally weighted.
+        init = torch.full((angular_degree + 1,), -math.log(max(angular_degree, 1)))
+        if angular_degree > 0:
+            init[0] = -5.0
+        self.register_parameter(
+            "raw_angular_weights",
+            torch.nn.Parameter(init.expand(*self.batch_shape, -1).clone()),
+        )
+        if angular_weights_prior is not None:
+            self.register_prior(
+                "angular_weights_prior",
+                angular_weights_prior,
+                self._angular_weights_param,
+                self._angular_weights_closure,
+            )
+
+        for name, bounds, prior, constraint, default_prior in (
+            ("alpha", ALPHA_BOUNDS, alpha_prior, alpha_constraint, default_alpha_prior),
+            ("beta", BETA_BOUNDS, beta_prior, beta_constraint, default_beta_prior),
+        ):
+            if constraint is None:
+                constraint = Interval(*bounds, transform=None, initial_value=1.0)
+            self.register_parameter(
+                f"raw_{name}", torch.nn.Parameter(torch.zeros(*self.batch_shape, 1))
+            )
+            self.register_constraint(f"raw_{name}", constraint)
+            start = constraint.initial_value
+            if start is None:
+                start = torch.tensor(1.0)
+            setattr(self, name, start)
+            if isinstance(prior, _Default):
+                prior = default_prior()
+            if prior is not None:
+                self.register_prior(
+                    f"{name}_prior",
+                    prior,
+                    getattr(self, f"_{name}_param"),
+                    getattr(self, f"_{name}_closure"),
+                )
+
+    # Prior closures are bound methods, not lambdas, so the kernel pickles.
+    def _angular_weights_param(self, m: CylindricalKernel) -> Tensor:
+        return m.angular_weights
+
+    def _angular_weights_closure(self, m: CylindricalKernel, v: Tensor) -> None:
+        m.angular_weights = v
+
+    def _alpha_param(self, m: CylindricalKernel) -> Tensor:
+        return m.alpha
+
+    def _alpha_closure(self, m: CylindricalKernel, v: Tensor) -> None:
+        m.alpha = v
+
+    def _beta_param(self, m: CylindricalKernel) -> Tensor:
+        return m.beta
+
+    def _beta_closure(self, m: CylindricalKernel, v: Tensor) -> None:
+        m.beta = v
+
+    @property
+    def angular_weights(self) -> Tensor:
+        r"""The normalised angular weights ``c_0..c_P`` (``batch_shape x (P + 1)``)."""
+        return torch.softmax(self.raw_angular_weights, dim=-1)
+
+    @angular_weights.setter
+    def angular_weights(self, value: Tensor | Sequence[float]) -> None:
+        value = torch.as_tensor(value).to(self.raw_angular_weights)
+        if not bool((value > 0).all()) or not bool(torch.isfinite(value).all()):
+            raise ValueError(
+                f"`angular_weights` must be finite and positive, got {value}."
+            )
+        # Softmax is invariant to a shift of the logits; the weights are normalised.
+        self.initialize(
+            raw_angular_weights=value.log().expand_as(self.raw_angular_weights)
+        )
+
+    @property
+    def alpha(self) -> Tensor:
+        r"""The warp's inner exponent ``alpha`` (``batch_shape x 1``)."""
+        return self.raw_alpha_constraint.transform(self.raw_alpha)
+
+    @alpha.setter
+    def alpha(self, value: float | Tensor) -> None:
+        self._set_warp("alpha", value)
+
+    @property
+    def beta(self) -> Tensor:
+        r"""The warp's outer exponent ``beta`` (``batch_shape x 1``)."""
+        return self.raw_beta_constraint.transform(self.raw_beta)
+
+    @beta.setter
+    def beta(self, value: float | Tensor) -> None:
+        self._set_warp("beta", value)
+
+    def _set_warp(self, name: str, value: float | Tensor) -> None:
+        raw = getattr(self, f"raw_{name}")
+        value = torch.as_tensor(value).to(raw)
+        constraint = getattr(self, f"raw_{name}_constraint")
+        if not bool(constraint.check(value)):
+            raise ValueError(
+                f"`{name}` must lie in [{constraint.lower_bound.item():g}, "
+                f"{constraint.upper_bound.item():g}], got {value.tolist()}."
+            )
+        self.initialize(**{f"raw_{name}": constraint.inverse_transform(value)})
+
+    def ball(self, dim: int) -> tuple[Tensor, float]:
+        r"""The center (a ``dim``-vector, float64) and radius used for ``dim``-d inputs.
+
+        Args:
+            dim: The number of (active) input dimensions.
+
+        Returns:
+            A tuple ``(center, radius)``.
+
+        Raises:
+            ValueError: If a vector ``center`` does not have ``dim`` entries.
+        """
+        center = self.center.expand(dim) if self.center.dim() == 0 else self.center
+        if center.shape[-1] != dim:
+            raise ValueError(
+                f"`center` has {center.shape[-1]} entries but the inputs have "
+                f"{dim} (active) dimensions."
+            )
+        if self.radius is not None:
+            return center, self.radius
+        return center, float(torch.maximum(center, 1 - center).pow(2).sum().sqrt())
+
+    def cylindrical(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        r"""The polar split of ``x`` about the center, radius scaled to ``[0, 1]``.
+
+        Args:
+            x: A ``batch_shape x n x d`` tensor of inputs.
+
+        Returns:
+            ``rho`` (``batch_shape x n x 1``), the unit directions ``a``
+            (``batch_shape x n x d``, zero at the center) and the center mask.
+
+        Raises:
+            ValueError: If an input is NaN or lies outside the ball.
+        """
+        center, radius = self.ball(x.shape[-1])
+        norm, a, at_center = polar_split(x - center.to(x))
+        rho = norm / radius
+        slack = _BALL_SLACK_EPS * torch.finfo(x.dtype).eps
+        outside = ~(rho <= 1 + slack)  # also catches NaN
+        if bool(outside.any()):
+            worst = norm.detach().nan_to_num(nan=float("inf")).max().item()
+            raise ValueError(
+                f"CylindricalKernel inputs must lie in the ball of radius {radius:.6g} "
+                f"about the center; found a point at radius {worst:.6g} "
+                f"({worst / radius:.6g} radii). Map the inputs into the ball (e.g. "
+                "normalize them to the unit cube) or pass a larger `radius`."
+            )
+        return rho, a, at_center
+
+    def warp(self, rho: Tensor) -> Tensor:
+        r"""The Kumaraswamy warp ``w(rho) = 1 - (1 - rho^alpha)^beta``.
+
+        Uses BoTorch's ``kumaraswamy_warp``, which squeezes ``rho`` into
+        ``[1e-8, 1 - 1e-8]`` so that neither power sees 0 (finite gradients at the
+        center and on the ball's boundary).
+
+        Args:
+            rho: A ``batch_shape x n x 1`` tensor of scaled radii in ``[0, 1]``.
+
+        Returns:
+            The warped radii, same shape.
+        """
+        shape = (*self.batch_shape, 1, 1)
+        return kumaraswamy_warp(
+            rho.clamp(0.0, 1.0),
+            c0=self.beta.view(shape),
+            c1=self.alpha.view(shape),
+        )
+
+    def center_similarity(self, dim: int) -> Tensor:
+        r"""``K_a(center, a) = sqrt(sum_p c_p m_p)``, the same for every direction.
+
+        Args:
+            dim: The number of (active) input dimensions.
+
+        Returns:
+            A ``batch_shape`` tensor.
+        """
+        weights = self.angular_weights
+        moments = torch.tensor(
+            sphere_moments(dim, self.angular_degree),
+            dtype=weights.dtype,
+            device=weights.device,
+        )
+        # m_0 = 1 and softmax weights are positive, so the sum is > 0.
+        return (weights * moments).sum(dim=-1).sqrt()
+
+    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
+        rho1, a1, center1 = self.cylindrical(x1)
+        rho2, a2, center2 = self.cylindrical(x2)
+        weights = self.angular_weights
+        s = self.center_similarity(x1.shape[-1])
+        if diag:
+            dot = (a1 * a2).sum(dim=-1)
+            weights = weights.unsqueeze(-2)  # batch x 1 x (P + 1)
+            s = s.unsqueeze(-1)
+            c1, c2 = center1.squeeze(-1), center2.squeeze(-1)
+        else:
+            dot = a1 @ a2.transpose(-1, -2)
+            weights = weights[..., None, None, :]
+            s = s[..., None, None]
+            c1, c2 = center1, center2.transpose(-1, -2)
+        # Horner's rule for sum_p c_p dot^p.
+        angular = weights[..., -1] + torch.zeros_like(dot)
+        for p in range(self.angular_degree - 1, -1, -1):
+            angular = angular * dot + weights[..., p]
+        both, either = c1 & c2, c1 | c2
+        one = torch.ones_like(angular)
+        angular = torch.where(both, one, torch.where(either, s * one, angular))
+        with settings.lazily_evaluate_kernels(False):
+            radial = self.radial_base_kernel(
+                self.warp(rho1), self.warp(rho2), diag=diag, **params
+            )
+        if not diag:
+            radial = radial.to_dense()
+        return radial * angular

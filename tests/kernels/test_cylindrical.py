@@ -1,0 +1,377 @@
+import math
+import pickle
+import unittest
+import warnings
+
+import torch
+from botorch.acquisition import qLogNoisyExpectedImprovement
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from botorch.optim import optimize_acqf
+from botorch.utils.testing import BotorchTestCase
+from gpytorch.kernels import ScaleKernel
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from gpytorch.priors import GammaPrior, NormalPrior
+from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
+
+from botorch_ext.acquisition import qUCB
+from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.kernels.cylindrical import polar_split, sphere_moments
+
+
+class TestCylindricalKernelBase(BaseKernelTestCase, unittest.TestCase):
+    r"""GPyTorch's generic kernel checks, with data inside the default ball."""
+
+    def create_kernel_no_ard(self, **kwargs):
+        return CylindricalKernel(**kwargs)
+
+    def create_data_no_batch(self):
+        return torch.rand(50, 10)
+
+    def create_data_single_batch(self):
+        return torch.rand(2, 3, 2)
+
+    def create_data_double_batch(self):
+        return torch.rand(3, 2, 50, 2)
+
+
+def _matern52(r: float, lengthscale: float) -> float:
+    z = math.sqrt(5) * abs(r) / lengthscale
+    return (1 + z + z * z / 3) * math.exp(-z)
+
+
+def _direct_kernel(x1, x2, center, radius, weights, alpha, beta, lengthscale):
+    r"""K(x1, x2) from the formula with Python floats, for non-center points."""
+    d1 = [a - c for a, c in zip(x1, center, strict=True)]
+    d2 = [a - c for a, c in zip(x2, center, strict=True)]
+    n1 = math.sqrt(sum(v * v for v in d1))
+    n2 = math.sqrt(sum(v * v for v in d2))
+    dot = sum(u * v for u, v in zip(d1, d2, strict=True)) / (n1 * n2)
+    k_a = sum(c * dot**p for p, c in enumerate(weights))
+
+    def w(rho):
+        return 1 - (1 - rho**alpha) ** beta
+
+    return _matern52(w(n1 / radius) - w(n2 / radius), lengthscale) * k_a
+
+
+class TestCylindricalKernel(BotorchTestCase):
+    def _kernel(self, dtype, **kwargs):
+        return CylindricalKernel(**kwargs).to(device=self.device, dtype=dtype)
+
+    def test_values_against_formula(self):
+        weights = [0.1, 0.2, 0.3, 0.4]
+        alpha, beta, ls = 0.7, 1.5, 0.8
+        points = [
+            [0.8, 0.5],
+            [0.5, 0.7],
+            [0.1, 0.9],
+            [0.95, 0.05],
+            [0.2, 0.4],
+        ]
+        for dtype in (torch.float, torch.double):
+            k = self._kernel(dtype)
+            k.angular_weights = torch.tensor(weights)
+            k.alpha, k.beta = alpha, beta
+            k.radial_base_kernel.lengthscale = ls
+            X = torch.tensor(points, device=self.device, dtype=dtype)
+            K = k(X).to_dense()
+            for i, xi in enumerate(points):
+                for j, xj in enumerate(points):
+                    want = _direct_kernel(
+                        xi, xj, [0.5, 0.5], math.sqrt(2) / 2, weights, alpha, beta, ls
+                    )
+                    tol = 1e-5 if dtype == torch.float else 1e-7
+                    self.assertAlmostEqual(K[i, j].item(), want, delta=tol)
+            # The warp of the default radius: BoTorch's helper squeezes rho into
+            # [1e-8, 1 - 1e-8], a 1e-8-level difference from the formula.
+            rho = torch.tensor([[0.0], [0.25], [1.0]], device=self.device, dtype=dtype)
+            want = [1 - (1 - r**alpha) ** beta for r in (0.0, 0.25, 1.0)]
+            got = k.warp(rho).squeeze(-1).tolist()
+            for g, w in zip(got, want, strict=True):
+                self.assertAlmostEqual(g, w, delta=1e-4)
+
+    def test_center_similarity_matches_sphere_average(self):
+        # K_a(center, a) = sqrt(E_u[K_a(u, e)]) for u uniform on the sphere: check
+        # the closed-form moments against a Monte Carlo average.
+        gen = torch.Generator().manual_seed(0)
+        for d in (2, 5, 20):
+            k = CylindricalKernel(angular_degree=4).double()
+            k.angular_weights = torch.tensor([0.1, 0.15, 0.2, 0.25, 0.3])
+            u = torch.randn(400_000, d, generator=gen, dtype=torch.double)
+            u = u / u.norm(dim=-1, keepdim=True)
+            cos = u[:, 0]
+            mc = sum(
+                c * cos.pow(p).mean() for p, c in enumerate(k.angular_weights.tolist())
+            )
+            self.assertAlmostEqual(
+                k.center_similarity(d).item() ** 2, mc.item(), delta=3e-3
+            )
+            # And the kernel uses it: center row = s * K_r(w(0), w(rho)).
+            X = torch.tensor([[0.5] * d, [0.9] + [0.5] * (d - 1)], dtype=torch.double)
+            K = k(X).to_dense()
+            rho = k.cylindrical(X)[0]
+            K_r = k.radial_base_kernel(k.warp(rho)).to_dense()
+            self.assertAlmostEqual(
+                K[0, 1].item(), (k.center_similarity(d) * K_r[0, 1]).item(), places=10
+            )
+            self.assertAlmostEqual(K[0, 0].item(), 1.0, places=12)
+
+    def test_sphere_moments(self):
+        # d = 3: E[cos^2] = 1/3, E[cos^4] = 1/5; d = 1: a = +-1.
+        for got, want in zip(
+            sphere_moments(3, 4) + sphere_moments(1, 3),
+            [1.0, 0.0, 1 / 3, 0.0, 1 / 5] + [1.0, 0.0, 1.0, 0.0],
+            strict=True,
+        ):
+            self.assertAlmostEqual(got, want, places=14)
+        with self.assertRaisesRegex(ValueError, "dim"):
+            sphere_moments(0, 2)
+
+    def test_psd_with_center_and_near_center_points(self):
+        gen = torch.Generator().manual_seed(1)
+        for dtype in (torch.float, torch.double):
+            for d in (2, 10):
+                k = self._kernel(dtype)
+                # Some weight on every power, so that the angular part matters.
+                k.angular_weights = torch.tensor([0.1, 0.3, 0.3, 0.3])
+                center = torch.full((1, d), 0.5, dtype=torch.double)
+                dirs = torch.randn(6, d, generator=gen, dtype=torch.double)
+                dirs = dirs / dirs.norm(dim=-1, keepdim=True)
+                X = torch.cat(
+                    [
+                        center,
+                        center + 1e-9 * dirs,
+                        center - 1e-9 * dirs[:2],
+                        torch.rand(10, d, generator=gen, dtype=torch.double),
+                        center,  # a duplicate of the center
+                    ]
+                ).to(device=self.device, dtype=dtype)
+                K = k(X).to_dense().double()
+                self.assertTrue(torch.isfinite(K).all())
+                self.assertAllClose(K, K.T)
+                eig = torch.linalg.eigvalsh(K)
+                tol = 1e-5 if dtype == torch.float else 1e-10
+                self.assertGreater(eig.min().item(), -tol)
+                # Every prior variance is K_r's (1 here), at the center too.
+                self.assertAllClose(K.diagonal(), torch.ones_like(K.diagonal()))
+                self.assertAllClose(
+                    k(X, diag=True).double(), torch.ones(X.shape[0]).to(K)
+                )
+
+    def test_gradients_finite_at_and_near_center(self):
+        for dtype in (torch.float, torch.double):
+            d = 4
+            k = self._kernel(dtype)
+            k.alpha, k.beta = 0.5, 1.0  # the steepest warp at rho = 0
+            X = torch.tensor(
+                [[0.5] * d, [0.5 + 1e-9] + [0.5] * (d - 1), [0.3, 0.6, 0.7, 0.1]],
+                device=self.device,
+                dtype=dtype,
+            )
+            corners = torch.tensor(
+                [[0.0] * d, [1.0] * d], device=self.device, dtype=dtype
+            )
+            X = torch.cat([X, corners]).requires_grad_(True)
+            X_test = torch.rand(3, d, device=self.device, dtype=dtype)
+            K = k(X).to_dense().sum() + k(X_test, X).to_dense().sum()
+            K = K + k(X, diag=True).sum()
+            K.backward()
+            self.assertTrue(torch.isfinite(X.grad).all())
+            self.assertTrue((X.grad[0] == 0).all())  # zero at the center itself
+            for name, p in k.named_parameters():
+                self.assertIsNotNone(p.grad, name)
+                self.assertTrue(torch.isfinite(p.grad).all(), name)
+
+    def test_rotation_invariance(self):
+        gen = torch.Generator().manual_seed(2)
+        d = 5
+        for dtype in (torch.float, torch.double):
+            k = self._kernel(dtype)
+            k.angular_weights = torch.tensor([0.1, 0.2, 0.3, 0.4])
+            k.alpha, k.beta = 0.6, 1.7
+            Q, _ = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.double))
+            offsets = torch.randn(8, d, generator=gen, dtype=torch.double)
+            radii = torch.rand(8, 1, generator=gen, dtype=torch.double)
+            offsets = offsets / offsets.norm(dim=-1, keepdim=True) * radii
+            offsets[0] = 0.0  # the center is a fixed point of every rotation
+            R = math.sqrt(d) / 2
+            X = 0.5 + R * offsets
+            X_rot = 0.5 + R * offsets @ Q.T
+            K = k(X.to(dtype)).to_dense()
+            K_rot = k(X_rot.to(dtype)).to_dense()
+            tol = 1e-5 if dtype == torch.float else 1e-12
+            self.assertAllClose(K, K_rot, atol=tol, rtol=0)
+
+    def test_out_of_ball_raises(self):
+        for dtype in (torch.float, torch.double):
+            k = self._kernel(dtype)
+            X = torch.tensor([[0.5, 0.5], [1.5, 0.5]], device=self.device, dtype=dtype)
+            with self.assertRaisesRegex(ValueError, r"found a point at radius 1\b"):
+                k(X).to_dense()
+            with self.assertRaisesRegex(ValueError, "radius"):
+                k(X, diag=True)
+            nan = torch.tensor([[float("nan"), 0.5]], device=self.device, dtype=dtype)
+            with self.assertRaisesRegex(ValueError, "radius inf"):
+                k(nan).to_dense()
+            # A larger radius accepts the point; the corners of the cube are in.
+            CylindricalKernel(radius=1.1).to(X)(X).to_dense()
+            corners = torch.tensor(
+                [[0.0] * 7, [1.0] * 7, [0.0, 1.0] * 3 + [1.0]],
+                device=self.device,
+                dtype=dtype,
+            )
+            self.assertTrue(torch.isfinite(k(corners).to_dense()).all())
+
+    def test_vector_center_and_radius(self):
+        k = CylindricalKernel(center=[0.2, 0.5]).double()
+        center, radius = k.ball(2)
+        self.assertEqual(center.tolist(), [0.2, 0.5])
+        self.assertAlmostEqual(radius, math.sqrt(0.8**2 + 0.5**2))
+        X = torch.tensor([[0.2, 0.5], [1.0, 0.0]], dtype=torch.double)
+        self.assertTrue(k.cylindrical(X)[2][0].item())
+        self.assertAlmostEqual(k.cylindrical(X)[0][1].item(), 1.0, places=12)
+        with self.assertRaisesRegex(ValueError, "center.*3 .*dimensions"):
+            k(torch.rand(2, 3, dtype=torch.double)).to_dense()
+
+    def test_bad_arguments(self):
+        with self.assertRaisesRegex(ValueError, "angular_degree"):
+            CylindricalKernel(angular_degree=-1)
+        with self.assertRaisesRegex(ValueError, "angular_degree"):
+            CylindricalKernel(angular_degree=2.5)
+        with self.assertRaisesRegex(ValueError, "radius"):
+            CylindricalKernel(radius=0.0)
+        with self.assertRaisesRegex(ValueError, "center"):
+            CylindricalKernel(center=float("nan"))
+        with self.assertRaisesRegex(ValueError, "center"):
+            CylindricalKernel(center=torch.zeros(2, 2))
+        k = CylindricalKernel()
+        with self.assertRaisesRegex(ValueError, "angular_weights"):
+            k.angular_weights = torch.tensor([0.5, 0.5, 0.0, 0.0])
+        with self.assertRaisesRegex(ValueError, r"`alpha` must lie in \[0.5, 1\]"):
+            k.alpha = 2.0
+        with self.assertRaisesRegex(ValueError, "`beta`"):
+            k.beta = float("nan")
+
+    def test_defaults_and_hyperparameter_count(self):
+        k = CylindricalKernel()
+        self.assertEqual(k.alpha.item(), 1.0)
+        self.assertEqual(k.beta.item(), 1.0)
+        # At the identity warp, w(rho) = rho (up to BoTorch's 1e-8 squeeze).
+        rho = torch.linspace(0, 1, 11).unsqueeze(-1)
+        self.assertAllClose(k.warp(rho), rho, atol=1e-6, rtol=0)
+        self.assertAlmostEqual(k.angular_weights.sum().item(), 1.0, places=6)
+        for d in (2, 50):
+            X = torch.rand(4, d)
+            k(X).to_dense()
+            n_params = sum(p.numel() for p in k.parameters())
+            self.assertEqual(n_params, 4 + 2 + 1)
+        self.assertEqual(
+            {name for name, *_ in k.named_priors()}, {"alpha_prior", "beta_prior"}
+        )
+        self.assertEqual(
+            list(CylindricalKernel(alpha_prior=None).named_priors())[0][0], "beta_prior"
+        )
+        # Zero-degree angular kernel: K_a = 1, a pure radius kernel.
+        k0 = CylindricalKernel(angular_degree=0)
+        X = torch.rand(5, 3)
+        K_r = k0.radial_base_kernel(k0.warp(k0.cylindrical(X)[0])).to_dense()
+        self.assertAllClose(k0(X).to_dense(), K_r)
+
+    def test_pickle_and_state_dict_with_priors(self):
+        def make():
+            return CylindricalKernel(
+                angular_weights_prior=GammaPrior(2.0, 4.0),
+                alpha_prior=NormalPrior(0.8, 0.1),
+                batch_shape=torch.Size([2]),
+            )
+
+        for dtype in (torch.float, torch.double):
+            k = make().to(device=self.device, dtype=dtype)
+            k.angular_weights = torch.tensor([0.1, 0.2, 0.3, 0.4])
+            k.alpha = torch.tensor([[0.6], [0.9]])
+            k2 = pickle.loads(pickle.dumps(k))
+            X = torch.rand(2, 6, 3, device=self.device, dtype=dtype)
+            self.assertAllClose(k(X).to_dense(), k2(X).to_dense())
+            self.assertEqual(
+                {n for n, *_ in k2.named_priors()},
+                {"angular_weights_prior", "alpha_prior", "beta_prior"},
+            )
+            # Priors evaluate and sample through the picklable closures.
+            for _, module, prior, closure, setting in k2.named_priors():
+                value = closure(module).detach().clone()
+                self.assertTrue(torch.isfinite(prior.log_prob(value)).all())
+                setting(module, value)
+                self.assertAllClose(closure(module), value)
+            k3 = make().to(X)
+            k3.load_state_dict(k.state_dict())
+            self.assertAllClose(k(X).to_dense(), k3(X).to_dense())
+            self.assertAllClose(k3.alpha, torch.tensor([[0.6], [0.9]]).to(X))
+
+    def test_scale_kernel_and_batch_shape(self):
+        k = ScaleKernel(
+            CylindricalKernel(batch_shape=torch.Size([3])), batch_shape=torch.Size([3])
+        ).double()
+        k.outputscale = torch.tensor([0.5, 1.0, 2.0]).double()
+        X = torch.rand(3, 7, 4, dtype=torch.double)
+        K = k(X).to_dense()
+        self.assertEqual(K.shape, torch.Size([3, 7, 7]))
+        self.assertAllClose(
+            K.diagonal(dim1=-2, dim2=-1),
+            torch.tensor([0.5, 1.0, 2.0]).double().unsqueeze(-1).expand(3, 7),
+        )
+        # t-batched test inputs (b x q x d) against a non-batched kernel.
+        k1 = CylindricalKernel().double()
+        Xb = torch.rand(5, 2, 3, dtype=torch.double)
+        Kb = k1(Xb).to_dense()
+        for i in range(5):
+            self.assertAllClose(Kb[i], k1(Xb[i]).to_dense())
+
+    def test_polar_split_safe(self):
+        diff = torch.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
+        norm, a, at_center = polar_split(diff)
+        self.assertEqual(norm.squeeze(-1).tolist(), [5.0, 0.0])
+        self.assertEqual(a[1].tolist(), [0.0, 0.0])
+        self.assertEqual(at_center.squeeze(-1).tolist(), [False, True])
+        (norm.sum() + a.sum()).backward()
+        self.assertTrue(torch.isfinite(diff.grad).all())
+
+
+class TestCylindricalKernelInBoTorch(BotorchTestCase):
+    def test_fit_and_optimize_acqf(self):
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            torch.manual_seed(0)
+            d = 3
+            X = torch.rand(12, d, **tkw)
+            X[0] = 0.5  # the BOCK paper's start, at the center
+            Y = -((X - 0.45) ** 2).sum(-1, keepdim=True)
+            model = SingleTaskGP(X, Y, covar_module=CylindricalKernel())
+            before = [p.detach().clone() for p in model.covar_module.parameters()]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+            after = list(model.covar_module.parameters())
+            self.assertTrue(
+                any(not torch.equal(b, a) for b, a in zip(before, after, strict=True))
+            )
+            k = model.covar_module
+            self.assertTrue(0.5 <= k.alpha.item() <= 1.0)
+            self.assertTrue(1.0 <= k.beta.item() <= 2.0)
+            bounds = torch.stack([torch.zeros(d, **tkw), torch.ones(d, **tkw)])
+            for acqf in (
+                qLogNoisyExpectedImprovement(model, X_baseline=X),
+                qUCB(model, beta=2.0),
+            ):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    cand, val = optimize_acqf(
+                        acqf, bounds=bounds, q=2, num_restarts=2, raw_samples=32
+                    )
+                self.assertEqual(cand.shape, torch.Size([2, d]))
+                self.assertTrue(((cand >= 0) & (cand <= 1)).all())
+                self.assertTrue(torch.isfinite(val).all())
+            # The fitted model predicts the quadratic's shape: the center beats
+            # a corner.
+            post = model.posterior(torch.tensor([[0.45] * d, [1.0] * d], **tkw))
+            self.assertGreater(post.mean[0].item(), post.mean[1].item())
