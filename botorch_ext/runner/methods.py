@@ -10,6 +10,7 @@ Registering a function in ``METHODS`` is all it takes to add a method to
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from botorch.acquisition.input_constructors import get_acqf_input_constructor
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
+from botorch.models.transforms.input import AffineInputTransform, InputTransform
 from botorch.models.transforms.outcome import (
     Bilog,
     ChainedOutcomeTransform,
@@ -30,10 +32,15 @@ from botorch.models.transforms.outcome import (
 from botorch.optim import optimize_acqf
 from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.sampling import draw_sobol_samples
+from gpytorch.constraints import GreaterThan
+from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
+from gpytorch.kernels import Kernel, MaternKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from gpytorch.priors import LogNormalPrior
 from torch import Tensor
 
 from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
+from botorch_ext.kernels import CylindricalKernel
 from botorch_ext.runner.transforms import Negate
 
 OUTCOME_TRANSFORMS = ("standardize", "bilog", "log")
@@ -74,21 +81,77 @@ def _outcome_transform(name: str) -> OutcomeTransform:
     raise ValueError(f"unknown outcome transform {name!r}; choose from {choices}")
 
 
-def fit_model(train_X: Tensor, train_Y: Tensor, options: MethodOptions) -> SingleTaskGP:
-    r"""Fit a ``SingleTaskGP`` (BoTorch's defaults) by maximizing the marginal
-    likelihood with ``fit_gpytorch_mll``.
+def _bock_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
+    return CylindricalKernel(), None
+
+
+def _matern_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
+    # BoTorch's default covariance (dimension-scaled lengthscale prior, no
+    # outputscale on standardized outcomes) made isotropic and Matern-5/2: the
+    # paper's "Matern" baseline is a non-ARD Matern-5/2.
+    prior = LogNormalPrior(loc=math.sqrt(2) + 0.5 * math.log(d), scale=math.sqrt(3))
+    kernel = MaternKernel(
+        nu=2.5,
+        lengthscale_prior=prior,
+        lengthscale_constraint=GreaterThan(
+            2.5e-2, transform=None, initial_value=prior.mode
+        ),
+    )
+    return kernel, None
+
+
+def _gpytorch_cylindrical_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
+    # GPyTorch's kernel needs inputs inside its unit ball, which it checks
+    # strictly: map the cube's circumscribed ball (radius sqrt(d) / 2 about the
+    # cube's center) into it, with a little slack for rounding at the corners.
+    kernel = GPyTorchCylindricalKernel(
+        num_angular_weights=4, radial_base_kernel=MaternKernel(nu=2.5)
+    )
+    to_ball = AffineInputTransform(
+        d=d,
+        coefficient=torch.full((d,), math.sqrt(d) / 2 * (1 + 1e-6)),
+        offset=torch.full((d,), 0.5),
+    )
+    return kernel, to_ball
+
+
+#: Covariance modules for ``fit_model``: name -> (covar_module, input_transform)
+#: for ``d``-dimensional inputs in the unit cube; ``"default"`` is BoTorch's.
+KERNELS: dict[str, Callable[[int], tuple[Kernel, InputTransform | None]]] = {
+    "bock": _bock_kernel,
+    "matern": _matern_kernel,
+    "gpytorch-cylindrical": _gpytorch_cylindrical_kernel,
+}
+
+
+def fit_model(
+    train_X: Tensor, train_Y: Tensor, options: MethodOptions, kernel: str = "default"
+) -> SingleTaskGP:
+    r"""Fit a ``SingleTaskGP`` by maximizing the marginal likelihood (MAP) with
+    ``fit_gpytorch_mll``.
 
     Args:
         train_X: ``n x d`` inputs in the unit cube.
         train_Y: ``n x 1`` outcomes (maximization sign).
         options: The method options (outcome transform).
+        kernel: ``"default"`` for BoTorch's default covariance (ARD RBF with
+            dimension-scaled priors) or a name in ``KERNELS``. Everything else
+            (likelihood, outcome transform, fitting) is the same for all kernels.
 
     Returns:
         The fitted model, in eval mode.
     """
+    covar_module, input_transform = None, None
+    if kernel != "default":
+        if kernel not in KERNELS:
+            choices = ", ".join(["default", *KERNELS])
+            raise ValueError(f"unknown kernel {kernel!r}; choose from {choices}")
+        covar_module, input_transform = KERNELS[kernel](train_X.shape[-1])
     model = SingleTaskGP(
         train_X,
         train_Y,
+        covar_module=covar_module,
+        input_transform=input_transform,
         outcome_transform=_outcome_transform(options.outcome_transform),
     )
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
@@ -113,10 +176,12 @@ def _sobol(train_X, train_Y, bounds, q, seed, options) -> Tensor:
     return X[-q:]
 
 
-def _acquisition_method(acqf_class, **constructor_kwargs) -> Method:
+def _acquisition_method(
+    acqf_class, kernel: str = "default", **constructor_kwargs
+) -> Method:
     def method(train_X, train_Y, bounds, q, seed, options) -> Tensor:
         torch.manual_seed(_iteration_seed(seed, train_X))
-        model = fit_model(train_X, train_Y, options)
+        model = fit_model(train_X, train_Y, options, kernel=kernel)
         data = SupervisedDataset(
             train_X,
             train_Y,
@@ -153,6 +218,12 @@ METHODS: dict[str, Method] = {
     "qsoftpi": _acquisition_method(qSoftPI),
     "qlogsoftpi": _acquisition_method(qLogSoftPI),
     "qes": _acquisition_method(qES),
+    # The BOCK comparison: qLogNEI on a SingleTaskGP whose kernel is the only change.
+    "bock": _acquisition_method(qLogNoisyExpectedImprovement, kernel="bock"),
+    "matern": _acquisition_method(qLogNoisyExpectedImprovement, kernel="matern"),
+    "gpytorch-cylindrical": _acquisition_method(
+        qLogNoisyExpectedImprovement, kernel="gpytorch-cylindrical"
+    ),
 }
 
 #: Methods that fit a model, and so honour ``MethodOptions``.

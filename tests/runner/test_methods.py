@@ -40,3 +40,33 @@ class TestMethods(BotorchTestCase):
             ValueError, "unknown method 'x'; choose from random"
         ):
             get_method("x")
+
+    def test_kernels(self):
+        from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
+        from gpytorch.kernels import MaternKernel
+
+        from botorch_ext.kernels import CylindricalKernel
+
+        torch.manual_seed(0)
+        d = 4
+        X = torch.rand(10, d, dtype=torch.double)
+        X[-1] = 1.0  # a corner: on the boundary of every kernel's ball
+        Y = -((X - 0.5) ** 2).sum(-1, keepdim=True)
+        options = MethodOptions()
+        bock = fit_model(X, Y, options, kernel="bock")
+        self.assertIsInstance(bock.covar_module, CylindricalKernel)
+        matern = fit_model(X, Y, options, kernel="matern")
+        self.assertIsInstance(matern.covar_module, MaternKernel)
+        self.assertIsNone(matern.covar_module.ard_num_dims)  # isotropic
+        self.assertEqual(matern.covar_module.nu, 2.5)
+        gp_cyl = fit_model(X, Y, options, kernel="gpytorch-cylindrical")
+        self.assertIsInstance(gp_cyl.covar_module, GPyTorchCylindricalKernel)
+        # Its inputs are mapped into its unit ball, corners included.
+        Z = gp_cyl.input_transform(X)
+        self.assertLessEqual(Z.norm(dim=-1).max().item(), 1.0)
+        self.assertGreater(Z.norm(dim=-1).max().item(), 0.999)
+        for model in (bock, matern, gp_cyl):
+            post = model.posterior(X)
+            self.assertTrue(torch.isfinite(post.variance).all())
+        with self.assertRaisesRegex(ValueError, "unknown kernel 'x'"):
+            fit_model(X, Y, options, kernel="x")
