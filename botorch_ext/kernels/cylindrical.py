@@ -454,28 +454,51 @@ class CylindricalKernel(Kernel):
         rho1, a1, center1 = self.cylindrical(x1)
         rho2, a2, center2 = self.cylindrical(x2)
         weights = self.angular_weights
-        s = self.center_similarity(x1.shape[-1])
         if diag:
             dot = (a1 * a2).sum(dim=-1)
             weights = weights.unsqueeze(-2)  # batch x 1 x (P + 1)
-            s = s.unsqueeze(-1)
-            c1, c2 = center1.squeeze(-1), center2.squeeze(-1)
         else:
             dot = a1 @ a2.transpose(-1, -2)
             weights = weights[..., None, None, :]
-            s = s[..., None, None]
-            c1, c2 = center1, center2.transpose(-1, -2)
         # Horner's rule for sum_p c_p dot^p.
-        angular = weights[..., -1] + torch.zeros_like(dot)
+        angular = weights[..., -1]
         for p in range(self.angular_degree - 1, -1, -1):
-            angular = angular * dot + weights[..., p]
-        both, either = c1 & c2, c1 | c2
-        one = torch.ones_like(angular)
-        angular = torch.where(both, one, torch.where(either, s * one, angular))
+            angular = torch.addcmul(weights[..., p], angular, dot)
+        angular = angular.expand(dot.shape) if angular.shape != dot.shape else angular
+        angular = self._fix_center(angular, center1, center2, x1.shape[-1], diag)
+        return self._radial(self.warp(rho1), self.warp(rho2), diag, **params) * angular
+
+    def _fix_center(
+        self, angular: Tensor, center1: Tensor, center2: Tensor, dim: int, diag: bool
+    ) -> Tensor:
+        # The polynomial gave c_0 wherever a direction is zero (a center); replace
+        # it by the center rule's values: s against a direction, 1 between centers.
+        if not (bool(center1.any()) or bool(center2.any())):
+            return angular
+        s = self.center_similarity(dim)
+        if diag:
+            c1, c2, s = center1.squeeze(-1), center2.squeeze(-1), s.unsqueeze(-1)
+        else:
+            c1, c2, s = center1, center2.transpose(-1, -2), s[..., None, None]
+        either, both = c1 | c2, c1 & c2
+        if s.dim() == 0 and self.angular_degree > 0:
+            # In place on Horner's last sum (its backward does not need it): two
+            # masked fills cost about half of the two nested n x n `where`s.
+            return angular.masked_fill_(either, s).masked_fill_(both, 1.0)
+        one = torch.ones((), dtype=angular.dtype, device=angular.device)
+        return torch.where(both, one, torch.where(either, s, angular))
+
+    def _radial(self, w1: Tensor, w2: Tensor, diag: bool, **params) -> Tensor:
+        k = self.radial_base_kernel
+        if type(k) is MaternKernel and k.nu == 2.5 and k.lengthscale.shape[-1] == 1:
+            # Same function as GPyTorch's Matern-5/2, written for 1-d inputs: GPyTorch
+            # takes its generic distance path whenever the inputs need gradients
+            # (they do: the warp is learned), which costs about twice as many
+            # n x n passes. Tested against GPyTorch's value.
+            scale = math.sqrt(5) / k.lengthscale  # batch x 1 x 1
+            u1, u2 = w1 * scale, w2 * scale
+            z = (u1 - u2).abs().squeeze(-1) if diag else (u1 - u2.mT).abs()
+            return torch.addcmul(z.new_ones(()), z, z / 3 + 1) * torch.exp(-z)
         with settings.lazily_evaluate_kernels(False):
-            radial = self.radial_base_kernel(
-                self.warp(rho1), self.warp(rho2), diag=diag, **params
-            )
-        if not diag:
-            radial = radial.to_dense()
-        return radial * angular
+            radial = k(w1, w2, diag=diag, **params)
+        return radial if diag else radial.to_dense()

@@ -9,7 +9,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.optim import optimize_acqf
 from botorch.utils.testing import BotorchTestCase
-from gpytorch.kernels import ScaleKernel
+from gpytorch.kernels import MaternKernel, ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import GammaPrior, NormalPrior
 from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
@@ -326,6 +326,30 @@ class TestCylindricalKernel(BotorchTestCase):
         Kb = k1(Xb).to_dense()
         for i in range(5):
             self.assertAllClose(Kb[i], k1(Xb[i]).to_dense())
+
+    def test_radial_fast_path_matches_gpytorch_matern(self):
+        # The default radial kernel is evaluated by a 1-d Matern-5/2 shortcut; a
+        # MaternKernel subclass takes GPyTorch's generic path, so the two agree
+        # exactly when the shortcut is right.
+        class _Matern(MaternKernel):
+            pass
+
+        for dtype in (torch.float, torch.double):
+            for batch_shape in (torch.Size([]), torch.Size([2])):
+                fast = CylindricalKernel(batch_shape=batch_shape).to(dtype)
+                slow = CylindricalKernel(
+                    batch_shape=batch_shape,
+                    radial_base_kernel=_Matern(nu=2.5, batch_shape=batch_shape),
+                ).to(dtype)
+                for k in (fast, slow):
+                    k.alpha, k.beta = 0.7, 1.4
+                    k.radial_base_kernel.lengthscale = 0.3
+                X = torch.rand(*batch_shape, 9, 3, dtype=dtype)
+                X[..., 0, :] = 0.5  # the center, on the masked-fill/where paths
+                X2 = torch.rand(4, *batch_shape, 5, 3, dtype=dtype)
+                self.assertAllClose(fast(X).to_dense(), slow(X).to_dense())
+                self.assertAllClose(fast(X2, X).to_dense(), slow(X2, X).to_dense())
+                self.assertAllClose(fast(X, diag=True), slow(X, diag=True))
 
     def test_polar_split_safe(self):
         diff = torch.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
