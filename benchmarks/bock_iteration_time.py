@@ -1,0 +1,86 @@
+r"""Seconds per BO iteration of the runner's ``bock`` against ``qlogei`` (and ``matern``).
+
+One iteration is what the runner does per proposal: fit the ``SingleTaskGP``
+(``fit_gpytorch_mll``) on ``n`` Rosenbrock points, then ``optimize_acqf`` with
+qLogNEI (``q = 1``, 5 restarts, 256 raw samples, the Table-1 grid's settings) and
+a Bilog + Standardize outcome transform. The training points are the cube's
+center plus scrambled Sobol points, as in a centre-initialized run. Times are the
+process's CPU time with one torch thread (robust to time-slicing with other
+processes on a busy machine), the median of ``--repeats`` calls per cell, with
+the methods interleaved.
+
+Usage::
+
+    python benchmarks/bock_iteration_time.py                # d = 20, 100; n = 50, 150
+    python benchmarks/bock_iteration_time.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+
+import torch
+from botorch.utils.sampling import draw_sobol_samples
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import OtherCPU, environment  # noqa: E402
+
+from botorch_ext.runner.methods import MethodOptions, get_method  # noqa: E402
+from botorch_ext.runner.problems import get_problem  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dims", default="20,100")
+    parser.add_argument("--ns", default="50,150")
+    parser.add_argument("--methods", default="bock,qlogei,matern")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--output", default="benchmarks/results/bock_iteration_time.csv")
+    args = parser.parse_args()
+    if args.quick:
+        args.dims, args.ns, args.repeats = "5", "20", 1
+    torch.set_num_threads(1)
+    print(environment())
+    options = MethodOptions(outcome_transform="bilog", num_restarts=5, raw_samples=256)
+    methods = args.methods.split(",")
+    rows = []
+    for d in (int(v) for v in args.dims.split(",")):
+        problem = get_problem("rosenbrock", d)
+        bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
+        for n in (int(v) for v in args.ns.split(",")):
+            X = draw_sobol_samples(bounds=bounds, n=n, q=1, seed=0).squeeze(-2)
+            X[0] = 0.5
+            Y = -problem(X).reshape(n, 1)  # runner's maximization sign
+            times = {m: [] for m in methods}
+            with OtherCPU() as other:
+                for rep in range(args.repeats):
+                    order = methods if rep % 2 == 0 else methods[::-1]
+                    for m in order:
+                        start = time.process_time()
+                        get_method(m)(X, Y, bounds, 1, rep, options)
+                        times[m].append(time.process_time() - start)
+            for m in methods:
+                row = {
+                    "d": d,
+                    "n": n,
+                    "method": m,
+                    "cpu_s": statistics.median(times[m]),
+                    "other_cpu": str(other),
+                }
+                rows.append(row)
+                print(row, flush=True)
+    if not args.quick:
+        with open(args.output, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
