@@ -1,4 +1,4 @@
-r"""Seconds per BO iteration of the runner's ``bock`` against ``qlogei`` (and ``matern``).
+r"""Seconds per BO iteration of the runner's ``bock`` against ``qlogei`` and ``matern``.
 
 One iteration is what the runner does per proposal: fit the ``SingleTaskGP``
 (``fit_gpytorch_mll``) on ``n`` Rosenbrock points, then ``optimize_acqf`` with
@@ -41,7 +41,9 @@ def main() -> None:
     parser.add_argument("--methods", default="bock,qlogei,matern")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--output", default="benchmarks/results/bock_iteration_time.csv")
+    parser.add_argument(
+        "--output", default="benchmarks/results/bock_iteration_time.csv"
+    )
     args = parser.parse_args()
     if args.quick:
         args.dims, args.ns, args.repeats = "5", "20", 1

@@ -19,7 +19,12 @@ from pathlib import Path
 
 from botorch_ext import __version__
 from botorch_ext.runner.loop import INITS, RunConfig
-from botorch_ext.runner.methods import METHODS, OUTCOME_TRANSFORMS, MethodOptions
+from botorch_ext.runner.methods import (
+    INITIAL_CONDITIONS,
+    METHODS,
+    OUTCOME_TRANSFORMS,
+    MethodOptions,
+)
 from botorch_ext.runner.problems import PROBLEMS, get_problem
 
 #: The ``demo`` comparison: small enough for about two minutes on 2 cores.
@@ -56,6 +61,13 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--num-restarts", type=int, default=10)
     p.add_argument("--raw-samples", type=int, default=512)
+    p.add_argument(
+        "--initial-conditions",
+        default="botorch",
+        help=f"one of: {', '.join(INITIAL_CONDITIONS)} (bock: the BOCK paper's "
+        "candidate scheme, Sobol points plus sprays around the incumbent, best "
+        "--num-restarts refined)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,6 +160,7 @@ def _config(args: argparse.Namespace, method: str, seed: int) -> RunConfig:
             outcome_transform=args.outcome_transform,
             num_restarts=args.num_restarts,
             raw_samples=args.raw_samples,
+            initial_conditions=args.initial_conditions,
         ),
     )
     config.validate()

@@ -57,6 +57,25 @@ class TestCLI(BotorchTestCase):
             config = json.loads((Path(tmp) / "config.json").read_text())
             self.assertEqual(config["seed"], 4)
             self.assertEqual(config["options"]["outcome_transform"], "standardize")
+            self.assertEqual(config["options"]["initial_conditions"], "botorch")
+
+    def test_run_bock_with_the_papers_initial_conditions(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["run", "--problem", "rosenbrock", "--dim", "3", "--method",
+                    "bock", "--budget", "5", "--n-init", "4", "--output", tmp,
+                    "--init", "center", "--outcome-transform", "bilog",
+                    "--raw-samples", "16", "--num-restarts", "2",
+                    "--initial-conditions", "bock"]  # fmt: skip
+            code, _, err = _main(argv)
+            self.assertEqual(code, 0, err)
+            with open(Path(tmp) / "results.csv") as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual([r["method"] for r in rows], ["bock"] * 5)
+            config = json.loads((Path(tmp) / "config.json").read_text())
+            self.assertEqual(config["options"]["initial_conditions"], "bock")
+            code, _, err = _main([*argv[:-1], "paper"])
+            self.assertEqual(code, 2)
+            self.assertIn("unknown initial conditions 'paper'", err)
 
     def test_compare_writes_table_and_plot(self):
         with tempfile.TemporaryDirectory() as tmp:

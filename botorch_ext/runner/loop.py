@@ -14,7 +14,12 @@ from dataclasses import asdict, dataclass, field
 import torch
 from botorch.utils.sampling import draw_sobol_samples
 
-from botorch_ext.runner.methods import OUTCOME_TRANSFORMS, MethodOptions, get_method
+from botorch_ext.runner.methods import (
+    INITIAL_CONDITIONS,
+    OUTCOME_TRANSFORMS,
+    MethodOptions,
+    get_method,
+)
 from botorch_ext.runner.problems import get_problem
 
 INITS = ("sobol", "center")
@@ -79,6 +84,11 @@ class RunConfig:
             raise ValueError(
                 "method 'qes' needs a Gaussian posterior; use --outcome-transform "
                 "standardize"
+            )
+        if self.options.initial_conditions not in INITIAL_CONDITIONS:
+            raise ValueError(
+                f"unknown initial conditions {self.options.initial_conditions!r}; "
+                f"choose from {', '.join(INITIAL_CONDITIONS)}"
             )
         if self.options.outcome_transform not in OUTCOME_TRANSFORMS:
             raise ValueError(

@@ -70,3 +70,33 @@ class TestMethods(BotorchTestCase):
             self.assertTrue(torch.isfinite(post.variance).all())
         with self.assertRaisesRegex(ValueError, "unknown kernel 'x'"):
             fit_model(X, Y, options, kernel="x")
+
+    def test_bock_initial_conditions(self):
+        from botorch_ext.runner.methods import bock_initial_conditions
+
+        d, q = 6, 2
+        X = torch.rand(12, d, dtype=torch.double)
+        Y = torch.randn(12, 1, dtype=torch.double)
+        best = X[Y.argmax()]
+        bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
+
+        # An acquisition that peaks at the incumbent: the sprays must win.
+        def acqf(Xq):
+            return -((Xq - best) ** 2).sum(dim=(-1, -2))
+
+        options = MethodOptions(raw_samples=200, num_restarts=5)
+        ics = bock_initial_conditions(acqf, bounds, q, X, Y, options, seed=3)
+        self.assertEqual(ics.shape, torch.Size([5, q, d]))
+        self.assertTrue(((ics >= 0) & (ics <= 1)).all())
+        # The closest Sobol point is far from the incumbent in 6-d; sprays at the
+        # two smallest scales are within a few hundredths.
+        self.assertLess((ics - best).norm(dim=-1).max().item(), 0.1)
+        # The returned batches are the top-scoring ones, best first.
+        values = acqf(ics)
+        self.assertTrue((values[:-1] >= values[1:]).all())
+        again = bock_initial_conditions(acqf, bounds, q, X, Y, options, seed=3)
+        self.assertTrue(torch.equal(ics, again))
+        with self.assertRaisesRegex(ValueError, "unknown initial conditions 'x'"):
+            get_method("bock")(
+                X, Y, bounds, 1, 0, MethodOptions(initial_conditions="x")
+            )
