@@ -11,13 +11,19 @@ OUT=${1:-benchmarks/results/bock}
 COMMON=(--init center --n-init 10 --q 1 --num-restarts 5 --raw-samples 256
         --seeds 0,1,2 --workers 2)
 ALL=bock,matern,gpytorch-cylindrical,qlogei
-run() { name=$1; shift; botorch-ext compare "$@" "${COMMON[@]}" --output "$OUT/$name"; }
+# Arguments after COMMON win (argparse keeps the last value).
+run() { name=$1; shift; botorch-ext compare "${COMMON[@]}" "$@" --output "$OUT/$name"; }
 if [[ "${SKIP_FIRST:-0}" != 1 ]]; then
   run rosenbrock20-bilog --problem rosenbrock --dim 20 --budget 200 \
       --outcome-transform bilog --methods $ALL
 fi
 run rosenbrock100-bilog --problem rosenbrock --dim 100 --budget 200 \
     --outcome-transform bilog --methods bock,matern
+# Investigation: the paper's candidate scheme (20,000 Sobol points + sprays around
+# the incumbent, top 20 refined) for BOCK on the same problem.
+run rosenbrock20-bilog-paper-ic --problem rosenbrock --dim 20 --budget 200 \
+    --outcome-transform bilog --methods bock \
+    --initial-conditions bock --raw-samples 20000 --num-restarts 20
 run rosenbrock20-standardize --problem rosenbrock --dim 20 --budget 200 \
     --outcome-transform standardize --methods $ALL
 run hartmann6x20-bilog --problem repeated-hartmann6 --dim 20 --budget 200 \

@@ -14,7 +14,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import GammaPrior, NormalPrior
 from gpytorch.test.base_kernel_test_case import BaseKernelTestCase
 
-from botorch_ext.acquisition import qUCB
+from botorch_ext.acquisition import draw_representer_points, qES, qLogSoftPI, qUCB
 from botorch_ext.kernels import CylindricalKernel
 from botorch_ext.kernels.cylindrical import polar_split, sphere_moments
 
@@ -386,6 +386,8 @@ class TestCylindricalKernelInBoTorch(BotorchTestCase):
             for acqf in (
                 qLogNoisyExpectedImprovement(model, X_baseline=X),
                 qUCB(model, beta=2.0),
+                qLogSoftPI(model, best_f=Y.max(), tau=0.01),
+                qES(model, draw_representer_points(model, bounds, num_points=8)),
             ):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
