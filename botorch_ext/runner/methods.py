@@ -136,7 +136,10 @@ KERNELS: dict[str, Callable[[int], tuple[Kernel, InputTransform | None]]] = {
 
 
 def fit_model(
-    train_X: Tensor, train_Y: Tensor, options: MethodOptions, kernel: str = "default"
+    train_X: Tensor,
+    train_Y: Tensor,
+    options: MethodOptions,
+    kernel: str | Kernel = "default",
 ) -> SingleTaskGP:
     r"""Fit a ``SingleTaskGP`` by maximizing the marginal likelihood (MAP) with
     ``fit_gpytorch_mll``.
@@ -146,14 +149,18 @@ def fit_model(
         train_Y: ``n x 1`` outcomes (maximization sign).
         options: The method options (outcome transform).
         kernel: ``"default"`` for BoTorch's default covariance (ARD RBF with
-            dimension-scaled priors) or a name in ``KERNELS``. Everything else
-            (likelihood, outcome transform, fitting) is the same for all kernels.
+            dimension-scaled priors), a name in ``KERNELS``, or a GPyTorch kernel
+            instance (for variants; used as is, without input transform).
+            Everything else (likelihood, outcome transform, fitting) is the same
+            for all kernels.
 
     Returns:
         The fitted model, in eval mode.
     """
     covar_module, input_transform = None, None
-    if kernel != "default":
+    if isinstance(kernel, Kernel):
+        covar_module = kernel
+    elif kernel != "default":
         if kernel not in KERNELS:
             choices = ", ".join(["default", *KERNELS])
             raise ValueError(f"unknown kernel {kernel!r}; choose from {choices}")

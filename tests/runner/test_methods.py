@@ -70,6 +70,9 @@ class TestMethods(BotorchTestCase):
             self.assertTrue(torch.isfinite(post.variance).all())
         with self.assertRaisesRegex(ValueError, "unknown kernel 'x'"):
             fit_model(X, Y, options, kernel="x")
+        # A kernel instance is used as is.
+        instance = CylindricalKernel(angular_degree=1)
+        self.assertIs(fit_model(X, Y, options, kernel=instance).covar_module, instance)
 
     def test_bock_initial_conditions(self):
         from botorch_ext.runner.methods import bock_initial_conditions
