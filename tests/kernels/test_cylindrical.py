@@ -8,6 +8,7 @@ from botorch.acquisition import qLogNoisyExpectedImprovement
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.optim import optimize_acqf
+from botorch.sampling import SobolQMCNormalSampler
 from botorch.utils.testing import BotorchTestCase
 from gpytorch.kernels import MaternKernel, ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
@@ -397,6 +398,13 @@ class TestCylindricalKernelInBoTorch(BotorchTestCase):
                 self.assertEqual(cand.shape, torch.Size([2, d]))
                 self.assertTrue(((cand >= 0) & (cand <= 1)).all())
                 self.assertTrue(torch.isfinite(val).all())
+            # Fantasies (qKG, qNEI's pending points) go through the kernel too.
+            fant = model.fantasize(
+                torch.rand(2, d, **tkw), SobolQMCNormalSampler(torch.Size([4]))
+            )
+            fpost = fant.posterior(torch.rand(3, d, **tkw))
+            self.assertEqual(fpost.mean.shape, torch.Size([4, 3, 1]))
+            self.assertTrue(torch.isfinite(fpost.variance).all())
             # The fitted model predicts the quadratic's shape: the center beats
             # a corner.
             post = model.posterior(torch.tensor([[0.45] * d, [1.0] * d], **tkw))
