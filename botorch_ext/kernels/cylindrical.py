@@ -163,7 +163,10 @@ class CylindricalKernel(Kernel):
 
     Inputs must lie in the closed ball of radius ``R`` about ``c``; a point
     outside raises ``ValueError`` naming the largest radius found (nothing is
-    clamped, apart from rounding at the boundary).
+    clamped, apart from rounding at the boundary). The ball holds the unit cube,
+    so inputs normalized to the search box are always inside; with BoTorch's
+    ``Normalize`` input transform, pass the search box as its ``bounds`` (bounds
+    learned from the training data map test points outside it further out).
 
     Fitting: [Oh2018bock] sample the hyperparameters with slice sampling; with
     ``fit_gpytorch_mll`` this kernel is fitted by MAP (maximum marginal
