@@ -35,6 +35,7 @@ from botorch.utils.sampling import draw_sobol_samples
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import environment  # noqa: E402
 from gpytorch.constraints import Interval  # noqa: E402
+from gpytorch.kernels import ScaleKernel  # noqa: E402
 from gpytorch.priors import NormalPrior  # noqa: E402
 
 from botorch_ext.kernels import CylindricalKernel  # noqa: E402
@@ -103,8 +104,15 @@ def _wide_warp_kernel() -> CylindricalKernel:
     )
 
 
+def _scaled_kernel() -> ScaleKernel:
+    # BOCK with a learned amplitude (GPyTorch's kernel has one through its
+    # unnormalized angular weights).
+    return ScaleKernel(CylindricalKernel())
+
+
 #: Kernel variants of BOCK, next to the runner's named kernels.
 VARIANTS = {
+    "bock-scaled": _scaled_kernel,
     "bock-logit-prior": _LogitPriorCylindricalKernel,
     "bock-wide-warp": _wide_warp_kernel,
 }
@@ -166,6 +174,7 @@ def main() -> None:
                     row[f"nlpd_{tname}"] = round(nlpd, 4)
                 if kernel.startswith("bock"):
                     k = model.covar_module
+                    k = k.base_kernel if isinstance(k, ScaleKernel) else k
                     row["bock_hypers"] = (
                         f"alpha={k.alpha.item():.3g} beta={k.beta.item():.3g} "
                         f"ls={k.radial_base_kernel.lengthscale.item():.3g} "
