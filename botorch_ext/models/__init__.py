@@ -1,0 +1,13 @@
+r"""Models: the approximation-aware SVGP of [Maus2024eulbo] and its utilities."""
+
+from botorch_ext.models.utilities import (
+    expected_log_soft_improvement,
+    gauss_hermite_normal,
+    mc_log_soft_improvement,
+)
+
+__all__ = [
+    "expected_log_soft_improvement",
+    "gauss_hermite_normal",
+    "mc_log_soft_improvement",
+]
