@@ -1,0 +1,75 @@
+import math
+
+import torch
+from botorch.models import SingleTaskGP
+from botorch.utils.testing import BotorchTestCase
+
+from botorch_ext.optim import TurboState
+
+
+class TestTurboState(BotorchTestCase):
+    def test_defaults(self):
+        s = TurboState(dim=20, batch_size=4)
+        self.assertEqual(s.length, 0.8)
+        self.assertEqual(s.length_min, 0.5**7)
+        self.assertEqual(s.length_max, 1.6)
+        self.assertEqual(s.failure_tolerance, 5)  # ceil(max(4/4, 20/4))
+        self.assertEqual(TurboState(dim=2, batch_size=1).failure_tolerance, 4)
+        self.assertEqual(TurboState(dim=10, batch_size=3).failure_tolerance, 4)
+
+    def test_update_rules(self):
+        s = TurboState(dim=2, batch_size=1, success_tolerance=2)
+        s.update(torch.tensor([1.0]))  # first batch beats -inf
+        self.assertEqual((s.success_counter, s.best_value), (1, 1.0))
+        s.update(torch.tensor([2.0]))  # second success: the box doubles
+        self.assertEqual((s.length, s.success_counter), (1.6, 0))
+        s.update(torch.tensor([2.0005], dtype=torch.double))  # within 1e-3 |best|: a failure
+        self.assertEqual((s.failure_counter, s.best_value), (1, 2.0005))
+        for _ in range(3):
+            s.update(torch.tensor([0.0]))
+        self.assertEqual((s.length, s.failure_counter), (0.8, 0))  # halved
+        while not s.restart_triggered:
+            s.update(torch.tensor([-1.0]))
+        self.assertLess(s.length, s.length_min)
+        self.assertEqual(s.length, 0.8 / 2**7)
+
+    def test_bounds(self):
+        for dtype in (torch.float, torch.double):
+            x = torch.tensor([0.5, 0.5, 0.05], dtype=dtype, device=self.device)
+            s = TurboState(dim=3, length=0.4)
+            box = s.bounds(x)
+            self.assertAllClose(box[0], torch.tensor([0.3, 0.3, 0.0]).to(x))
+            self.assertAllClose(box[1], torch.tensor([0.7, 0.7, 0.25]).to(x))
+            ls = torch.tensor([1.0, 2.0, 4.0], dtype=dtype)
+            box = s.bounds(torch.full((3,), 0.5, dtype=dtype), lengthscale=ls)
+            side = box[1] - box[0]
+            # Proportional to the lengthscales, geometric mean = length.
+            self.assertAllClose(side / side[0], ls)
+            self.assertAlmostEqual(side.log().mean().exp().item(), 0.4, places=5)
+
+    def test_bounds_from_models(self):
+        X = torch.rand(10, 3, dtype=torch.double)
+        Y = X.sum(-1, keepdim=True)
+        model = SingleTaskGP(X, Y)
+        model.covar_module.lengthscale = torch.tensor([[0.1, 0.2, 0.4]])
+        s = TurboState(dim=3, length=0.2)
+        side = s.bounds(torch.full((3,), 0.5, dtype=torch.double), model)
+        side = side[1] - side[0]
+        self.assertAllClose(side / side[0], torch.tensor([1.0, 2.0, 4.0]).double())
+
+    def test_bad_input(self):
+        with self.assertRaisesRegex(ValueError, "dim"):
+            TurboState(dim=0)
+        with self.assertRaisesRegex(ValueError, "batch_size"):
+            TurboState(dim=2, batch_size=0)
+        with self.assertRaisesRegex(ValueError, "length_min <= length"):
+            TurboState(dim=2, length=2.0)
+        s = TurboState(dim=2)
+        with self.assertRaisesRegex(ValueError, "Y_next"):
+            s.update(torch.tensor([math.nan]))
+        with self.assertRaisesRegex(ValueError, "Y_next"):
+            s.update(torch.tensor([]))
+        with self.assertRaisesRegex(ValueError, "x_center"):
+            s.bounds(torch.zeros(3))
+        with self.assertRaisesRegex(ValueError, "lengthscale"):
+            s.bounds(torch.zeros(2), lengthscale=torch.tensor([1.0, -1.0]))
