@@ -1,5 +1,6 @@
 r"""Models: the approximation-aware SVGP of [Maus2024eulbo] and its utilities."""
 
+from botorch_ext.models.eulbo import EULBOModel, EULBOOptions
 from botorch_ext.models.utilities import (
     expected_log_soft_improvement,
     gauss_hermite_normal,
@@ -7,6 +8,8 @@ from botorch_ext.models.utilities import (
 )
 
 __all__ = [
+    "EULBOModel",
+    "EULBOOptions",
     "expected_log_soft_improvement",
     "gauss_hermite_normal",
     "mc_log_soft_improvement",

@@ -1,0 +1,169 @@
+import math
+import warnings
+from unittest import mock
+
+import torch
+from botorch.acquisition import qLogNoisyExpectedImprovement
+from botorch.exceptions.errors import UnsupportedError
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.optim import optimize_acqf
+from botorch.utils.testing import BotorchTestCase
+
+from botorch_ext.models import EULBOModel, EULBOOptions
+
+FAST = EULBOOptions(max_epochs=6, num_restarts=2, raw_samples=32, num_mc_samples=16)
+
+
+def _data(n=40, d=2, dtype=torch.double, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=gen, dtype=torch.double)
+    Y = torch.sin(5 * X).sum(-1, keepdim=True) - ((X - 0.7) ** 2).sum(-1, keepdim=True)
+    return X.to(dtype), Y.to(dtype)
+
+
+class TestEULBOModel(BotorchTestCase):
+    def test_construction_and_inducing_points(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        Z = model.model.variational_strategy.inducing_points
+        self.assertEqual(Z.shape, torch.Size([10, 2]))
+        # m is capped at n.
+        small = EULBOModel(X[:5], Y[:5], num_inducing_points=10, options=FAST)
+        self.assertEqual(
+            small.model.variational_strategy.inducing_points.shape, torch.Size([5, 2])
+        )
+        # Duplicated inputs: the allocator stops early; the rest is filled in.
+        Xd = torch.cat([X[:3]] * 10)
+        Yd = torch.cat([Y[:3]] * 10)
+        dup = EULBOModel(Xd, Yd, num_inducing_points=8, options=FAST)
+        Zd = dup.model.variational_strategy.inducing_points
+        self.assertEqual(Zd.shape, torch.Size([8, 2]))
+        self.assertTrue(torch.isfinite(Zd).all())
+        # With a previous model: Moss et al.'s improvement-based allocation.
+        nxt = EULBOModel(X, Y, num_inducing_points=10, previous_model=model)
+        self.assertEqual(
+            nxt.model.variational_strategy.inducing_points.shape, torch.Size([10, 2])
+        )
+
+    def test_posterior_on_original_scale_and_botorch_acqf(self):
+        X, Y = _data()
+        Y = 100.0 + 10.0 * Y
+        model = EULBOModel(X, Y, num_inducing_points=20)
+        model.fit_elbo()
+        post = model.posterior(X)
+        # The standardization is undone: predictions are on Y's scale.
+        # Y ~ 100 +- 9: an untransformed (standardized) mean would be near 0.
+        self.assertAlmostEqual(post.mean.mean().item(), Y.mean().item(), delta=2.0)
+        corr = torch.corrcoef(torch.stack([post.mean.squeeze(-1), Y.squeeze(-1)]))
+        self.assertGreater(corr[0, 1].item(), 0.8)
+        acqf = qLogNoisyExpectedImprovement(model, X_baseline=X)
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cand, val = optimize_acqf(acqf, bounds, q=2, num_restarts=2, raw_samples=16)
+        self.assertEqual(cand.shape, torch.Size([2, 2]))
+        self.assertTrue(torch.isfinite(val))
+
+    def test_optimize_eulbo(self):
+        for dtype in (torch.float, torch.double):
+            X, Y = _data(dtype=dtype)
+            bounds = torch.tensor([[0.1, 0.2], [0.6, 0.9]], dtype=dtype)
+            for q in (1, 3):
+                model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+                model.fit_elbo()
+                before = {k: v.clone() for k, v in model.state_dict().items()}
+                cand, value = model.optimize_eulbo(bounds, q=q, seed=1)
+                self.assertEqual(cand.shape, torch.Size([q, 2]))
+                self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
+                info = model.last_optimization
+                # The returned state is never below the warm start's EULBO.
+                self.assertGreaterEqual(value.item(), info["warm_start_value"] - 1e-6)
+                self.assertAlmostEqual(
+                    value.item(), max(info["trace"]), delta=1e-4 * abs(value.item())
+                )
+                after = model.state_dict()
+                changed = [k for k in before if not torch.equal(before[k], after[k])]
+                self.assertTrue(any("variational" in k for k in changed), changed)
+                self.assertFalse(info["diverged"])
+
+    def test_eulbo_scales_and_alternation(self):
+        X, Y = _data()
+        n = X.shape[0]
+        x = torch.tensor([[0.3, 0.4]], dtype=torch.double)
+        s = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="sum", options=FAST)
+        s.fit_elbo()  # initializes the variational parameters (randomly jittered)
+        mean = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="mean", options=FAST)
+        mean.load_state_dict(s.state_dict())
+        u = s.expected_log_utility(x.unsqueeze(0)).item()
+        self.assertAlmostEqual(
+            s.eulbo(x).item() - u, n * (mean.eulbo(x).item() - u), places=6
+        )
+        w = EULBOModel(X, Y, num_inducing_points=10, utility_weight=3.0, options=FAST)
+        w.load_state_dict(s.state_dict())
+        self.assertAlmostEqual(w.eulbo(x).item() - s.eulbo(x).item(), 2 * u, places=6)
+        # Both alternation schemes run and return candidates in the box.
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        for alternation in ("step", "epoch"):
+            model = EULBOModel(
+                X, Y, num_inducing_points=10, alternation=alternation, options=FAST
+            )
+            cand, value = model.optimize_eulbo(bounds, q=1)
+            self.assertTrue(((cand >= 0) & (cand <= 1)).all())
+            self.assertTrue(math.isfinite(value.item()))
+
+    def test_divergence_falls_back_to_warm_start(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        real = EULBOModel.expected_log_utility
+        calls = {"n": 0}
+
+        def poisoned(self, X, base_samples=None):
+            # Finite for the warm start's evaluation, NaN once the joint
+            # optimization has started.
+            calls["n"] += 1
+            out = real(self, X, base_samples)
+            return out if calls["n"] <= 1 else out * float("nan")
+
+        with mock.patch.object(EULBOModel, "expected_log_utility", poisoned):
+            with self.assertWarnsRegex(OptimizationWarning, "non-finite"):
+                cand, _ = model.optimize_eulbo(bounds, q=1)
+        info = model.last_optimization
+        self.assertTrue(info["diverged"])
+        self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
+        self.assertTrue(torch.isfinite(cand).all())
+        for p in model.parameters():
+            self.assertTrue(torch.isfinite(p).all())
+
+    def test_bad_input(self):
+        X, Y = _data()
+        Xn = X.clone()
+        Xn[3, 1] = float("nan")
+        with self.assertRaisesRegex(ValueError, "`train_X` must be finite"):
+            EULBOModel(Xn, Y)
+        Yn = Y.clone()
+        Yn[0, 0] = float("inf")
+        with self.assertRaisesRegex(ValueError, "`train_Y` must be finite"):
+            EULBOModel(X, Yn)
+        with self.assertRaisesRegex(ValueError, "rows"):
+            EULBOModel(X, Y[:-1])
+        with self.assertRaisesRegex(ValueError, "num_inducing_points"):
+            EULBOModel(X, Y, num_inducing_points=0)
+        with self.assertRaisesRegex(ValueError, "elbo_scale"):
+            EULBOModel(X, Y, elbo_scale="max")
+        with self.assertRaisesRegex(ValueError, "alternation"):
+            EULBOModel(X, Y, alternation="joint")
+        with self.assertRaisesRegex(ValueError, "lr_w"):
+            EULBOModel(X, Y, options=EULBOOptions(lr_w=0.0))
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        good = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        with self.assertRaisesRegex(ValueError, "bounds"):
+            model.optimize_eulbo(torch.zeros(3, 2).double())
+        with self.assertRaisesRegex(ValueError, "bounds"):
+            model.optimize_eulbo(good.flip(0))
+        with self.assertRaisesRegex(ValueError, "`q`"):
+            model.optimize_eulbo(good, q=0)
+        with self.assertRaisesRegex(ValueError, "unknown utility 'pi'"):
+            model.optimize_eulbo(good, utility="pi")
+        with self.assertRaisesRegex(UnsupportedError, "kg"):
+            model.optimize_eulbo(good, utility="kg")
