@@ -23,7 +23,8 @@ class TestTurboState(BotorchTestCase):
         self.assertEqual((s.success_counter, s.best_value), (1, 1.0))
         s.update(torch.tensor([2.0]))  # second success: the box doubles
         self.assertEqual((s.length, s.success_counter), (1.6, 0))
-        s.update(torch.tensor([2.0005], dtype=torch.double))  # within 1e-3 |best|: a failure
+        # Within 1e-3 |best| of the best: a failure.
+        s.update(torch.tensor([2.0005], dtype=torch.double))
         self.assertEqual((s.failure_counter, s.best_value), (1, 2.0005))
         for _ in range(3):
             s.update(torch.tensor([0.0]))
