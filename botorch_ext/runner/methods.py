@@ -34,7 +34,7 @@ from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
-from gpytorch.kernels import Kernel, MaternKernel
+from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.priors import LogNormalPrior
 from torch import Tensor
@@ -96,6 +96,12 @@ def _bock_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
     return CylindricalKernel(), None
 
 
+def _bock_scaled_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
+    # BOCK with a learned amplitude, as in the authors' code (their radius
+    # kernel carries one).
+    return ScaleKernel(CylindricalKernel()), None
+
+
 def _matern_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
     # BoTorch's default covariance (dimension-scaled lengthscale prior, no
     # outputscale on standardized outcomes) made isotropic and Matern-5/2: the
@@ -130,6 +136,7 @@ def _gpytorch_cylindrical_kernel(d: int) -> tuple[Kernel, InputTransform | None]
 #: for ``d``-dimensional inputs in the unit cube; ``"default"`` is BoTorch's.
 KERNELS: dict[str, Callable[[int], tuple[Kernel, InputTransform | None]]] = {
     "bock": _bock_kernel,
+    "bock-scaled": _bock_scaled_kernel,
     "matern": _matern_kernel,
     "gpytorch-cylindrical": _gpytorch_cylindrical_kernel,
 }
@@ -301,6 +308,9 @@ METHODS: dict[str, Method] = {
     "qes": _acquisition_method(qES),
     # The BOCK comparison: qLogNEI on a SingleTaskGP whose kernel is the only change.
     "bock": _acquisition_method(qLogNoisyExpectedImprovement, kernel="bock"),
+    "bock-scaled": _acquisition_method(
+        qLogNoisyExpectedImprovement, kernel="bock-scaled"
+    ),
     "matern": _acquisition_method(qLogNoisyExpectedImprovement, kernel="matern"),
     "gpytorch-cylindrical": _acquisition_method(
         qLogNoisyExpectedImprovement, kernel="gpytorch-cylindrical"

@@ -55,6 +55,8 @@ class TestMethods(BotorchTestCase):
         options = MethodOptions()
         bock = fit_model(X, Y, options, kernel="bock")
         self.assertIsInstance(bock.covar_module, CylindricalKernel)
+        scaled = fit_model(X, Y, options, kernel="bock-scaled")
+        self.assertIsInstance(scaled.covar_module.base_kernel, CylindricalKernel)
         matern = fit_model(X, Y, options, kernel="matern")
         self.assertIsInstance(matern.covar_module, MaternKernel)
         self.assertIsNone(matern.covar_module.ard_num_dims)  # isotropic
