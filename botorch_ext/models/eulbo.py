@@ -23,8 +23,7 @@ import warnings
 from dataclasses import dataclass
 
 import torch
-from botorch.acquisition import qLogExpectedImprovement
-from botorch.exceptions.errors import UnsupportedError
+from botorch.acquisition import AcquisitionFunction, qLogExpectedImprovement
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.models import SingleTaskVariationalGP
 from botorch.models.model import Model
@@ -38,6 +37,7 @@ from botorch.models.utils.inducing_point_allocators import (
     InducingPointAllocator,
 )
 from botorch.optim import optimize_acqf
+from botorch.utils.safe_math import log_softplus
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.mlls import VariationalELBO
 from torch import Tensor
@@ -49,7 +49,7 @@ from botorch_ext.models.utilities import (
 )
 from botorch_ext.validation import check_positive, check_positive_int
 
-UTILITIES = ("ei",)
+UTILITIES = ("ei", "kg")
 ALTERNATIONS = ("step", "epoch")
 
 
@@ -71,6 +71,9 @@ class EULBOOptions:
         num_restarts: ``optimize_acqf`` restarts of the warm start.
         raw_samples: ``optimize_acqf`` raw samples of the warm start.
         num_mc_samples: Fixed base samples of the q-batch utility (``q > 1``).
+        num_fantasies: ``S``, fantasy samples (and free points ``x'_i``) of the
+            one-shot soft-KG. The paper does not state ``S``; 32 keeps the joint
+            optimization over ``q + S`` points cheap.
         num_quadrature_points: Gauss-Hermite points of the ``q = 1`` utility.
     """
 
@@ -83,6 +86,7 @@ class EULBOOptions:
     num_restarts: int = 10
     raw_samples: int = 256
     num_mc_samples: int = 64
+    num_fantasies: int = 32
     num_quadrature_points: int = DEFAULT_NUM_QUADRATURE_POINTS
 
     def validate(self) -> None:
@@ -96,6 +100,7 @@ class EULBOOptions:
             "num_restarts",
             "raw_samples",
             "num_mc_samples",
+            "num_fantasies",
             "num_quadrature_points",
         ):
             check_positive_int(name, getattr(self, name))
@@ -113,7 +118,12 @@ class EULBOModel(SingleTaskVariationalGP):
     ``w`` = (variational parameters, inducing points, hyperparameters). With the
     soft improvement ``u = softplus(f(x) - y*)`` (``utility="ei"``) the
     expectation is a 20-point Gauss-Hermite quadrature for ``q = 1`` and a
-    fixed-base-sample Monte Carlo average of ``max_j u_j`` for ``q > 1``.
+    fixed-base-sample Monte Carlo average of ``max_j u_j`` for ``q > 1``. With the
+    one-shot soft knowledge gradient (``utility="kg"``, Sec. 3.3) the utility is
+    ``softplus(E[f(x'_i) | D, (x, y_i)] - y+)`` with one free point ``x'_i`` per
+    fantasy sample, optimized jointly with ``x``; the conditional mean is a
+    differentiable rank-one update of the SVGP's predictive distribution
+    (``fantasy_means``).
 
     The model is BoTorch's ``SingleTaskVariationalGP`` (Cholesky variational
     distribution, learned inducing points, BoTorch's default kernel and
@@ -294,18 +304,28 @@ class EULBOModel(SingleTaskVariationalGP):
         return self.train_Y_std.max()
 
     def expected_log_utility(
-        self, X: Tensor, base_samples: Tensor | None = None
+        self, X: Tensor, base_samples: Tensor | None = None, utility: str = "ei"
     ) -> Tensor:
         r"""``E_{q(f)} log u(X, f)`` of the soft improvement (standardized scale).
 
+        For ``utility="kg"`` the last ``num_fantasies`` points of ``X`` are the
+        one-shot KG's free points ``x'_i``, see ``soft_kg_log_utility``.
+
         Args:
-            X: ``batch_shape x q x d`` candidates.
+            X: ``batch_shape x q x d`` candidates (``batch_shape x (q + S) x d``
+                for ``"kg"``).
             base_samples: ``num_samples x q`` standard normal draws, required for
-                ``q > 1`` (fixed across the optimization, as in BoTorch).
+                ``q > 1`` and for ``"kg"`` (fixed across the optimization, as in
+                BoTorch).
+            utility: ``"ei"`` or ``"kg"``.
 
         Returns:
             A ``batch_shape`` tensor.
         """
+        if utility == "kg":
+            if base_samples is None:
+                raise ValueError("`base_samples` are required for utility='kg'.")
+            return self.soft_kg_log_utility(X, base_samples)
         f = self.model(X)  # latent SVGP marginal, standardized scale
         best_f = self._best_f()
         if X.shape[-2] == 1:
@@ -323,7 +343,72 @@ class EULBOModel(SingleTaskVariationalGP):
         samples = f.mean.unsqueeze(0) + torch.einsum("...ij,sj->s...i", L, base_samples)
         return mc_log_soft_improvement(samples, best_f)
 
-    def eulbo(self, X: Tensor, base_samples: Tensor | None = None) -> Tensor:
+    def fantasy_means(self, X: Tensor, base_samples: Tensor) -> Tensor:
+        r"""One-shot KG conditional means ``E[f(x'_i) | D, (x_j, y_ij)]``.
+
+        The SVGP's predictive distribution ``q(f)`` is a Gaussian process with
+        mean ``mu`` and covariance ``Sigma`` (eq. 4 of [Maus2024eulbo]). A fantasy
+        observation ``y_ij = mu(x_j) + sqrt(Sigma(x_j, x_j) + s2) eps_ij`` (noise
+        variance ``s2`` from the likelihood) conditions it by one rank-one
+        Gaussian update,
+
+            E[f(x'_i) | y_ij] = mu(x'_i)
+                + Sigma(x'_i, x_j) / sqrt(Sigma(x_j, x_j) + s2) * eps_ij,
+
+        with ``Sigma(x', x) = k(x', x) - k_x'Z Kzz^-1 k_Zx
+        + k_x'Z Kzz^-1 S Kzz^-1 k_Zx``. Given the Cholesky factor of ``Kzz``
+        (shared with the ELBO), each ``Sigma(x'_i, x_j)`` costs ``O(m^2)`` (one
+        triangular solve per point and a product with the variational factor),
+        and everything is differentiable in ``x``, ``x'``, the variational
+        parameters, the inducing points and the hyperparameters. GPyTorch's
+        ``get_fantasy_model`` would give no gradients to the variational
+        parameters, and BoTorch's SVGP cannot ``fantasize``. Each candidate
+        ``x_j`` is conditioned on separately, as in the paper's batch KG-EULBO.
+
+        Args:
+            X: ``batch_shape x (q + S) x d``: ``q`` candidates, then the ``S``
+                free points ``x'_i``.
+            base_samples: ``S x q`` standard normal draws ``eps_ij``.
+
+        Returns:
+            A ``batch_shape x S x q`` tensor of conditional means (standardized
+            scale).
+        """
+        S, q = base_samples.shape
+        if X.shape[-2] != q + S:
+            raise ValueError(
+                f"`X` must hold q + S = {q + S} points for the one-shot KG, got "
+                f"{X.shape[-2]}."
+            )
+        f = self.model(X)
+        mean, covar = f.mean, f.lazy_covariance_matrix
+        cross = covar[..., q:, :q].to_dense()  # Sigma(x'_i, x_j): b x S x q
+        var_x = covar[..., :q, :q].to_dense().diagonal(dim1=-2, dim2=-1)
+        noise = self.likelihood.noise.squeeze(-1)
+        scale = (var_x + noise).clamp_min(1e-12).sqrt()  # b x q
+        return mean[..., q:].unsqueeze(-1) + cross / scale.unsqueeze(-2) * base_samples
+
+    def soft_kg_log_utility(self, X: Tensor, base_samples: Tensor) -> Tensor:
+        r"""``1/S sum_i max_j log softplus(E[f(x'_i) | D, (x_j, y_ij)] - y+)``.
+
+        The one-shot soft-KG term of the EULBO [Maus2024eulbo, eq. 10 and its
+        batch version], with ``c+ = y+`` the best standardized training outcome
+        (the paper's choice) and BoTorch's ``log_softplus``.
+
+        Args:
+            X: ``batch_shape x (q + S) x d`` as for ``fantasy_means``.
+            base_samples: ``S x q`` standard normal draws.
+
+        Returns:
+            A ``batch_shape`` tensor.
+        """
+        means = self.fantasy_means(X, base_samples)
+        log_u = log_softplus(means - self._best_f())
+        return log_u.amax(dim=-1).mean(dim=-1)
+
+    def eulbo(
+        self, X: Tensor, base_samples: Tensor | None = None, utility: str = "ei"
+    ) -> Tensor:
         r"""The full-data EULBO ``L_ELBO + utility_weight * E log u(X)``.
 
         Args:
@@ -340,7 +425,7 @@ class EULBOModel(SingleTaskVariationalGP):
         finally:
             self.train(was_training)
         return value + self.utility_weight * self.expected_log_utility(
-            X.unsqueeze(0), base_samples
+            X.unsqueeze(0), base_samples, utility
         ).squeeze(0)
 
     # ------------------------------------------------------------ acquisition
@@ -353,8 +438,10 @@ class EULBOModel(SingleTaskVariationalGP):
     ) -> tuple[Tensor, Tensor]:
         r"""Choose ``q`` candidates jointly with the SVGP fit (Algorithm 1).
 
-        Warm start: ``fit_elbo`` then ``optimize_acqf`` on BoTorch's
-        ``qLogExpectedImprovement`` under the fitted SVGP. Then block-coordinate
+        Warm start: ``fit_elbo`` then ``optimize_acqf`` on the matching
+        acquisition under the fitted SVGP (BoTorch's ``qLogExpectedImprovement``
+        for ``"ei"``; the one-shot soft-KG with the SVGP held fixed for ``"kg"``,
+        over the candidates and the free points ``x'_i``). Then block-coordinate
         ascent on the EULBO: w-steps (Adam, ``lr_w``, minibatch ELBO plus the
         expected log utility) alternating with x-steps (Adam, ``lr_x``, the
         expected log utility), both clipped at ``grad_clip``, ``x`` projected
@@ -366,7 +453,8 @@ class EULBOModel(SingleTaskVariationalGP):
         Args:
             bounds: ``2 x d`` box (e.g. a TuRBO trust region).
             q: Number of candidates.
-            utility: ``"ei"`` (soft improvement).
+            utility: ``"ei"`` (soft improvement) or ``"kg"`` (one-shot soft
+                knowledge gradient, ``options.num_fantasies`` free points).
             seed: Seed of the minibatches and base samples.
 
         Returns:
@@ -376,28 +464,30 @@ class EULBOModel(SingleTaskVariationalGP):
         d = self.train_X_full.shape[-1]
         _check_bounds(bounds, d)
         check_positive_int("q", q)
-        if utility == "kg":
-            raise UnsupportedError(
-                "utility='kg' (one-shot soft-KG) is not implemented yet."
-            )
         if utility not in UTILITIES:
             raise ValueError(f"unknown utility {utility!r}; choose from {UTILITIES}")
         bounds = bounds.to(self.train_X_full)
         gen = torch.Generator().manual_seed(seed)
         base_samples = None
-        if q > 1:
+        if q > 1 or utility == "kg":
+            n_samples = (
+                self.options.num_fantasies
+                if utility == "kg"
+                else self.options.num_mc_samples
+            )
             base_samples = torch.randn(
-                self.options.num_mc_samples, q, generator=gen, dtype=bounds.dtype
+                n_samples, q, generator=gen, dtype=bounds.dtype
             ).to(bounds.device)
 
         self.fit_elbo(seed=seed)
-        x0 = self._warm_start(bounds, q, seed)
+        # For "kg", x holds the q candidates followed by the S free points x'_i.
+        x0 = self._warm_start(bounds, q, seed, utility, base_samples)
         x = x0.clone().requires_grad_(True)
         w_params = self._w_parameters()
         opt_w = torch.optim.Adam(w_params, lr=self.options.lr_w)
         opt_x = torch.optim.Adam([x], lr=self.options.lr_x)
         with torch.no_grad():
-            warm_value = self.eulbo(x0, base_samples).item()
+            warm_value = self.eulbo(x0, base_samples, utility).item()
         # The returned state is the best full-data EULBO seen at an epoch's end,
         # starting from the warm start: minibatch Adam is not monotone.
         best_state = copy.deepcopy(self.state_dict())
@@ -407,7 +497,9 @@ class EULBOModel(SingleTaskVariationalGP):
 
         def x_step() -> bool:
             opt_x.zero_grad()
-            loss_x = -self.expected_log_utility(x.unsqueeze(0), base_samples).sum()
+            loss_x = -self.expected_log_utility(
+                x.unsqueeze(0), base_samples, utility
+            ).sum()
             if not torch.isfinite(loss_x):
                 return False
             loss_x.backward()
@@ -422,7 +514,9 @@ class EULBOModel(SingleTaskVariationalGP):
             for idx in self._minibatches(gen):
                 opt_w.zero_grad()
                 elbo = self._elbo(self.train_X_full[idx], self.train_Y_std[idx])
-                util = self.expected_log_utility(x.detach().unsqueeze(0), base_samples)
+                util = self.expected_log_utility(
+                    x.detach().unsqueeze(0), base_samples, utility
+                )
                 loss_w = -(elbo + self.utility_weight * util.sum())
                 if not torch.isfinite(loss_w):
                     diverged = True
@@ -438,7 +532,7 @@ class EULBOModel(SingleTaskVariationalGP):
             if diverged:
                 break
             with torch.no_grad():
-                value = self.eulbo(x.detach(), base_samples).item()
+                value = self.eulbo(x.detach(), base_samples, utility).item()
             trace.append(value)
             if not math.isfinite(value) or not bool(torch.isfinite(x).all()):
                 diverged = True
@@ -464,22 +558,38 @@ class EULBOModel(SingleTaskVariationalGP):
             )
         self.eval()
         with torch.no_grad():
-            value = self.eulbo(candidates, base_samples)
+            value = self.eulbo(candidates, base_samples, utility)
         self.last_optimization = {
+            "fantasy_points": candidates[q:] if utility == "kg" else None,
             "warm_start_candidates": x0,
             "warm_start_value": warm_value,
             "trace": trace,
             "diverged": diverged,
         }
-        return candidates, value.detach()
+        return candidates[:q], value.detach()
 
-    def _warm_start(self, bounds: Tensor, q: int, seed: int) -> Tensor:
-        acqf = qLogExpectedImprovement(
-            self,
-            best_f=self.outcome_transform.untransform(self._best_f().reshape(1, 1))[
-                0
-            ].squeeze(),
-        )
+    def _warm_start(
+        self,
+        bounds: Tensor,
+        q: int,
+        seed: int,
+        utility: str = "ei",
+        base_samples: Tensor | None = None,
+    ) -> Tensor:
+        r"""Algorithm 1, line 3: the conventional acquisition under the ELBO fit.
+
+        ``"ei"``: BoTorch's ``qLogExpectedImprovement``. ``"kg"``: the one-shot
+        soft-KG itself with the SVGP fixed (``_OneShotSoftKG``), optimized over
+        the ``q`` candidates and the ``S`` free points jointly by
+        ``optimize_acqf``, like BoTorch's one-shot ``qKnowledgeGradient``.
+        """
+        if utility == "kg":
+            acqf = _OneShotSoftKG(self, base_samples)
+            n_points = q + base_samples.shape[0]
+        else:
+            best_f = self.outcome_transform.untransform(self._best_f().reshape(1, 1))
+            acqf = qLogExpectedImprovement(self, best_f=best_f[0].squeeze())
+            n_points = q
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -487,11 +597,25 @@ class EULBOModel(SingleTaskVariationalGP):
             candidates, _ = optimize_acqf(
                 acqf,
                 bounds=bounds,
-                q=q,
+                q=n_points,
                 num_restarts=self.options.num_restarts,
                 raw_samples=self.options.raw_samples,
             )
         return candidates.detach()
+
+
+class _OneShotSoftKG(AcquisitionFunction):
+    r"""The expected log one-shot soft-KG of an ``EULBOModel``, for ``optimize_acqf``.
+
+    Inputs are ``batch x (q + S) x d``: candidates, then the free points.
+    """
+
+    def __init__(self, model: EULBOModel, base_samples: Tensor) -> None:
+        super().__init__(model=model)
+        self.base_samples = base_samples
+
+    def forward(self, X: Tensor) -> Tensor:
+        return self.model.soft_kg_log_utility(X, self.base_samples)
 
 
 def _check_data(train_X: Tensor, train_Y: Tensor) -> None:

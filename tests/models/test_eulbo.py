@@ -4,7 +4,6 @@ from unittest import mock
 
 import torch
 from botorch.acquisition import qLogNoisyExpectedImprovement
-from botorch.exceptions.errors import UnsupportedError
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
 from botorch.utils.testing import BotorchTestCase
@@ -118,11 +117,11 @@ class TestEULBOModel(BotorchTestCase):
         real = EULBOModel.expected_log_utility
         calls = {"n": 0}
 
-        def poisoned(self, X, base_samples=None):
+        def poisoned(self, X, base_samples=None, utility="ei"):
             # Finite for the warm start's evaluation, NaN once the joint
             # optimization has started.
             calls["n"] += 1
-            out = real(self, X, base_samples)
+            out = real(self, X, base_samples, utility)
             return out if calls["n"] <= 1 else out * float("nan")
 
         with mock.patch.object(EULBOModel, "expected_log_utility", poisoned):
@@ -165,5 +164,85 @@ class TestEULBOModel(BotorchTestCase):
             model.optimize_eulbo(good, q=0)
         with self.assertRaisesRegex(ValueError, "unknown utility 'pi'"):
             model.optimize_eulbo(good, utility="pi")
-        with self.assertRaisesRegex(UnsupportedError, "kg"):
-            model.optimize_eulbo(good, utility="kg")
+        with self.assertRaisesRegex(ValueError, "q \\+ S"):
+            pts, eps = torch.rand(1, 3, 2).double(), torch.randn(4, 1).double()
+            model.fantasy_means(pts, eps)
+
+
+def _dense_fantasy_means(model, X, eps):
+    r"""E[f(x'_i) | y_ij] by dense Gaussian conditioning of the SVGP's predictive
+    distribution, assembled by hand from the variational parameters."""
+    gp = model.model
+    vs = gp.variational_strategy
+    Z = vs.inducing_points.detach()
+    kern = gp.covar_module
+    m = Z.shape[0]
+    Kzz = kern(Z).to_dense() + vs.jitter_val * torch.eye(m, dtype=Z.dtype)
+    L = torch.linalg.cholesky(Kzz)
+    vd = vs._variational_distribution
+    m_u = L @ vd.variational_mean
+    C = torch.tril(vd.chol_variational_covar)
+    S_u = L @ C @ C.T @ L.T
+    P = X.reshape(-1, X.shape[-1])
+    A = kern(P, Z).to_dense() @ torch.linalg.inv(Kzz)
+    mu = gp.mean_module(P) + A @ m_u
+    Sigma = kern(P).to_dense() - A @ Kzz @ A.T + A @ S_u @ A.T
+    noise = model.likelihood.noise.item()
+    S, q = eps.shape
+    out = torch.empty(S, q, dtype=X.dtype)
+    for i in range(S):
+        for j in range(q):
+            y = mu[j] + torch.sqrt(Sigma[j, j] + noise) * eps[i, j]
+            gain = Sigma[q + i, j] / (Sigma[j, j] + noise)
+            out[i, j] = mu[q + i] + gain * (y - mu[j])
+    return out
+
+
+class TestOneShotSoftKG(BotorchTestCase):
+    def test_fantasy_means_against_dense_conditioning(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
+        model.fit_elbo()
+        gen = torch.Generator().manual_seed(5)
+        for q, S in ((1, 4), (3, 5)):
+            pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
+            eps = torch.randn(S, q, generator=gen, dtype=torch.double)
+            with torch.no_grad():
+                got = model.fantasy_means(pts.unsqueeze(0), eps).squeeze(0)
+                want = _dense_fantasy_means(model, pts, eps)
+            self.assertAllClose(got, want, atol=1e-5, rtol=1e-5)
+            # The soft-KG term is the sample mean of the max over the batch.
+            with torch.no_grad():
+                val = model.soft_kg_log_utility(pts.unsqueeze(0), eps).item()
+            best = model.train_Y_std.max()
+            ref = torch.log(torch.nn.functional.softplus(want - best)).amax(-1).mean()
+            self.assertAlmostEqual(val, ref.item(), places=5)
+
+    def test_gradients_reach_variational_parameters(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
+        model.fit_elbo()
+        model.train()
+        pts = torch.rand(1, 4, 2, dtype=torch.double, requires_grad=True)
+        eps = torch.randn(3, 1, dtype=torch.double)
+        model.soft_kg_log_utility(pts, eps).sum().backward()
+        vd = model.model.variational_strategy._variational_distribution
+        self.assertGreater(vd.variational_mean.grad.abs().sum().item(), 0)
+        self.assertGreater(vd.chol_variational_covar.grad.abs().sum().item(), 0)
+        self.assertTrue(torch.isfinite(pts.grad).all())
+        self.assertGreater(pts.grad.abs().sum().item(), 0)
+
+    def test_optimize_eulbo_kg(self):
+        X, Y = _data()
+        options = EULBOOptions(
+            max_epochs=4, num_restarts=2, raw_samples=16, num_fantasies=6
+        )
+        bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
+        for q in (1, 2):
+            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            cand, value = model.optimize_eulbo(bounds, q=q, utility="kg", seed=2)
+            self.assertEqual(cand.shape, torch.Size([q, 2]))
+            self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
+            info = model.last_optimization
+            self.assertEqual(info["fantasy_points"].shape, torch.Size([6, 2]))
+            self.assertGreaterEqual(value.item(), info["warm_start_value"] - 1e-6)
