@@ -17,6 +17,7 @@ from botorch.utils.sampling import draw_sobol_samples
 from botorch_ext.runner.methods import (
     INITIAL_CONDITIONS,
     OUTCOME_TRANSFORMS,
+    SVGP_METHODS,
     MethodOptions,
     get_method,
 )
@@ -85,6 +86,14 @@ class RunConfig:
                 "method 'qes' needs a Gaussian posterior; use --outcome-transform "
                 "standardize"
             )
+        if (
+            self.method in SVGP_METHODS
+            and self.options.outcome_transform != "standardize"
+        ):
+            raise ValueError(
+                f"method {self.method!r} standardizes its outcomes itself; use "
+                "--outcome-transform standardize"
+            )
         if self.options.initial_conditions not in INITIAL_CONDITIONS:
             raise ValueError(
                 f"unknown initial conditions {self.options.initial_conditions!r}; "
@@ -152,6 +161,8 @@ def run_bo(
     config.validate()
     problem = get_problem(config.problem, config.dim)
     method = get_method(config.method)
+    if hasattr(method, "new_run"):  # methods with state across iterations
+        method = method.new_run()
     bounds = problem.bounds
     rows: list[dict] = []
     best = float("inf")

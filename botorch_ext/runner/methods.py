@@ -16,7 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from botorch.acquisition import qLogNoisyExpectedImprovement
+from botorch.acquisition import (
+    qLogExpectedImprovement,
+    qLogNoisyExpectedImprovement,
+)
 from botorch.acquisition.input_constructors import get_acqf_input_constructor
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
@@ -41,6 +44,8 @@ from torch import Tensor
 
 from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
 from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.optim import TurboState
 from botorch_ext.runner.transforms import Negate
 
 OUTCOME_TRANSFORMS = ("standardize", "bilog", "log")
@@ -67,12 +72,15 @@ class MethodOptions:
             ``raw_samples / 10`` sprays around the incumbent, and the best
             ``num_restarts`` are refined by gradient ascent (L-BFGS-B here, Adam
             in the paper). The paper used 20,000 points and 20 restarts.
+        num_inducing_points: Inducing points of the SVGP methods (``eulbo-*``,
+            ``elbo-svgp``, ``turbo-*``); 100 in [Maus2024eulbo].
     """
 
     outcome_transform: str = "standardize"
     num_restarts: int = 10
     raw_samples: int = 512
     initial_conditions: str = "botorch"
+    num_inducing_points: int = 100
 
 
 Method = Callable[[Tensor, Tensor, Tensor, int, int, MethodOptions], Tensor]
@@ -298,6 +306,112 @@ def _acquisition_method(
     return method
 
 
+class SVGPMethod:
+    r"""The SVGP methods of [Maus2024eulbo]: EULBO or ELBO fitting, optionally in
+    a TuRBO trust region.
+
+    A registered object, not a plain function, because these methods carry state
+    from one BO iteration to the next: ``new_run()`` returns a fresh callable per
+    run (``run_bo`` asks for one), which keeps the previous iteration's model (its
+    kernel and likelihood hyperparameters start the next fit, and it drives
+    BoTorch's ``GreedyImprovementReduction`` inducing-point allocation, as in the
+    paper) and the ``TurboState``. The variational parameters restart from
+    GPyTorch's initialization every iteration because the inducing points are
+    re-allocated. A collapsed trust region restarts at its initial length (the
+    data are kept).
+
+    Args:
+        utility: ``"ei"`` or ``"kg"`` for ``optimize_eulbo``; ``None`` for the
+            ELBO baseline (``fit_elbo``, then ``qLogExpectedImprovement`` under
+            the SVGP).
+        turbo: Restrict proposals to a TuRBO trust region.
+    """
+
+    def __init__(self, utility: str | None, turbo: bool = False) -> None:
+        self.utility = utility
+        self.turbo = turbo
+
+    def new_run(self) -> Method:
+        return _SVGPRun(self.utility, self.turbo)
+
+    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        # Without run state (a direct call), behave as the first iteration.
+        return self.new_run()(train_X, train_Y, bounds, q, seed, options)
+
+
+class _SVGPRun:
+    def __init__(self, utility: str | None, turbo: bool) -> None:
+        self.utility = utility
+        self.turbo = turbo
+        self.previous: EULBOModel | None = None
+        self.state: TurboState | None = None
+        self.n_seen = 0
+
+    def _trust_region(self, train_X, train_Y, bounds, q, model) -> Tensor:
+        if self.state is None:
+            self.state = TurboState(dim=train_X.shape[-1], batch_size=q)
+            self.state.update(train_Y)
+        elif train_Y.shape[0] > self.n_seen:
+            self.state.update(train_Y[self.n_seen :])
+        if self.state.restart_triggered:
+            best = self.state.best_value
+            self.state = TurboState(dim=train_X.shape[-1], batch_size=q)
+            self.state.best_value = best
+        x_best = train_X[train_Y.squeeze(-1).argmax()]
+        # The box lives in the unit cube; map it into the problem's bounds.
+        unit = self.state.bounds(
+            (x_best - bounds[0]) / (bounds[1] - bounds[0]),
+            lengthscale=model.model.covar_module.lengthscale,
+        ).to(bounds)
+        return bounds[0] + unit * (bounds[1] - bounds[0])
+
+    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        seed_i = _iteration_seed(seed, train_X)
+        torch.manual_seed(seed_i)
+        eulbo_options = EULBOOptions(
+            num_restarts=options.num_restarts, raw_samples=options.raw_samples
+        )
+        model = EULBOModel(
+            train_X,
+            train_Y,
+            num_inducing_points=options.num_inducing_points,
+            previous_model=self.previous,
+            options=eulbo_options,
+        )
+        if self.previous is not None:
+            for name in ("covar_module", "mean_module"):
+                getattr(model.model, name).load_state_dict(
+                    getattr(self.previous.model, name).state_dict()
+                )
+            model.likelihood.load_state_dict(self.previous.likelihood.state_dict())
+        region = bounds
+        if self.turbo:
+            # The box's lengthscales come from the previous fit (or the prior's
+            # start at the first iteration), as in the TuRBO tutorial.
+            region = self._trust_region(train_X, train_Y, bounds, q, model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizationWarning)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            if self.utility is None:
+                model.fit_elbo(seed=seed_i)
+                acqf = qLogExpectedImprovement(model, best_f=train_Y.max())
+                candidates, _ = optimize_acqf(
+                    acqf,
+                    bounds=region,
+                    q=q,
+                    num_restarts=options.num_restarts,
+                    raw_samples=options.raw_samples,
+                )
+            else:
+                candidates, _ = model.optimize_eulbo(
+                    region, q=q, utility=self.utility, seed=seed_i
+                )
+        self.previous = model
+        self.n_seen = train_Y.shape[0]
+        self.last_region = region
+        return candidates.detach()
+
+
 METHODS: dict[str, Method] = {
     "random": _random,
     "sobol": _sobol,
@@ -315,7 +429,17 @@ METHODS: dict[str, Method] = {
     "gpytorch-cylindrical": _acquisition_method(
         qLogNoisyExpectedImprovement, kernel="gpytorch-cylindrical"
     ),
+    # Approximation-aware BO [Maus2024eulbo] and its ELBO-SVGP baseline.
+    "eulbo-ei": SVGPMethod("ei"),
+    "eulbo-kg": SVGPMethod("kg"),
+    "elbo-svgp": SVGPMethod(None),
+    "turbo-eulbo-ei": SVGPMethod("ei", turbo=True),
+    "turbo-elbo-svgp": SVGPMethod(None, turbo=True),
 }
+
+#: Methods that standardize their outcomes themselves (``outcome_transform`` must
+#: be ``"standardize"``).
+SVGP_METHODS = frozenset(k for k, v in METHODS.items() if isinstance(v, SVGPMethod))
 
 #: Methods that fit a model, and so honour ``MethodOptions``.
 MODEL_BASED = frozenset(METHODS) - {"random", "sobol"}

@@ -105,3 +105,42 @@ class TestMethods(BotorchTestCase):
             get_method("bock")(
                 X, Y, bounds, 1, 0, MethodOptions(initial_conditions="x")
             )
+
+    def test_svgp_methods_keep_state_per_run(self):
+        from botorch_ext.runner.loop import RunConfig
+        from botorch_ext.runner.methods import SVGP_METHODS, SVGPMethod
+
+        self.assertEqual(
+            SVGP_METHODS,
+            {"eulbo-ei", "eulbo-kg", "elbo-svgp", "turbo-eulbo-ei", "turbo-elbo-svgp"},
+        )
+        method = get_method("turbo-eulbo-ei")
+        self.assertIsInstance(method, SVGPMethod)
+        run_a, run_b = method.new_run(), method.new_run()
+        self.assertIsNot(run_a, run_b)
+        torch.manual_seed(0)
+        d = 3
+        X = torch.rand(8, d, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
+        options = MethodOptions(num_restarts=1, raw_samples=8, num_inducing_points=4)
+        cand = run_a(X, Y, bounds, 1, 0, options)
+        self.assertEqual(run_a.previous.__class__.__name__, "EULBOModel")
+        self.assertIsNone(run_b.previous)
+        # Non-improving batches shrink the trust region after failure_tolerance
+        # (= ceil(max(4, 3)) = 4 for q = 1) iterations; proposals stay inside it.
+        state = run_a.state
+        self.assertEqual(state.length, 0.8)
+        for _ in range(state.failure_tolerance):
+            X = torch.cat([X, cand])
+            Y = torch.cat([Y, Y.min().reshape(1, 1) - 1.0])
+            cand = run_a(X, Y, bounds, 1, 0, options)
+        self.assertEqual(run_a.state.length, 0.4)
+        region = run_a.last_region
+        self.assertLess((region[1] - region[0]).max().item(), 1.0)
+        self.assertTrue(((cand >= region[0] - 1e-9) & (cand <= region[1] + 1e-9)).all())
+        # SVGP methods standardize themselves; other transforms are rejected.
+        bilog = MethodOptions(outcome_transform="bilog")
+        bad = RunConfig("branin", "eulbo-ei", budget=12, options=bilog)
+        with self.assertRaisesRegex(ValueError, "standardizes its outcomes"):
+            bad.validate()
