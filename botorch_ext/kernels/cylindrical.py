@@ -500,8 +500,39 @@ class CylindricalKernel(Kernel):
             # n x n passes. Tested against GPyTorch's value.
             scale = math.sqrt(5) / k.lengthscale  # batch x 1 x 1
             u1, u2 = w1 * scale, w2 * scale
-            z = (u1 - u2).abs().squeeze(-1) if diag else (u1 - u2.mT).abs()
-            return torch.addcmul(z.new_ones(()), z, z / 3 + 1) * torch.exp(-z)
+            if diag:
+                return _Matern52Radial.apply(u1.squeeze(-1), u2.squeeze(-1))
+            return _Matern52Radial.apply(u1, u2.mT)
         with settings.lazily_evaluate_kernels(False):
             radial = k(w1, w2, diag=diag, **params)
         return radial if diag else radial.to_dense()
+
+
+class _Matern52Radial(torch.autograd.Function):
+    r"""``k(d) = (1 + |d| + d^2 / 3) exp(-|d|)`` for ``d = u1 - u2`` (broadcast).
+
+    The Matern-5/2 correlation of scaled 1-d inputs ``u = sqrt(5) w / l``, with
+    the analytic derivative ``dk/dd = -(d / 3)(1 + |d|) exp(-|d|)``, which is
+    smooth at ``d = 0``. One function instead of autograd's chain of n x n
+    operations roughly halves the backward pass of the radius kernel.
+    """
+
+    @staticmethod
+    def forward(ctx, u1: Tensor, u2: Tensor) -> Tensor:
+        d = u1 - u2
+        z = d.abs()
+        e = z.neg().exp_()
+        ctx.save_for_backward(d, e)
+        ctx.shapes = (u1.shape, u2.shape)
+        return torch.addcmul(
+            torch.ones((), dtype=d.dtype, device=d.device), z, z.div(3.0).add_(1.0)
+        ).mul_(e)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        d, e = ctx.saved_tensors
+        shape1, shape2 = ctx.shapes
+        grad_d = d.abs().add_(1.0).mul_(d).mul_(e).mul_(grad).mul_(-1.0 / 3.0)
+        g1 = grad_d.sum_to_size(shape1) if ctx.needs_input_grad[0] else None
+        g2 = grad_d.neg().sum_to_size(shape2) if ctx.needs_input_grad[1] else None
+        return g1, g2
