@@ -13,10 +13,13 @@ COMMON=(--init center --n-init 10 --q 1 --num-restarts 5 --raw-samples 256
 ALL=bock,matern,gpytorch-cylindrical,qlogei
 # Arguments after COMMON win (argparse keeps the last value).
 run() { name=$1; shift; botorch-ext compare "${COMMON[@]}" "$@" --output "$OUT/$name"; }
-# Stages (STAGE=N starts at stage N; the session ran them in this order and
-# stopped where benchmarks/README.md says).
+# Stages: STAGE=N runs stages N and later; STAGES="3 5" runs just those. The
+# session ran them in this order and stopped where benchmarks/README.md says.
 STAGE=${STAGE:-1}
-stage() { [[ $1 -ge $STAGE ]]; }
+STAGES=${STAGES:-}
+stage() {
+  if [[ -n "$STAGES" ]]; then [[ " $STAGES " == *" $1 "* ]]; else [[ $1 -ge $STAGE ]]; fi
+}
 stage 1 && run rosenbrock20-bilog --problem rosenbrock --dim 20 --budget 200 \
     --outcome-transform bilog --methods $ALL
 stage 2 && run rosenbrock100-bilog --problem rosenbrock --dim 100 --budget 200 \
