@@ -23,7 +23,7 @@ from botorch_ext.runner.methods import (
 )
 from botorch_ext.runner.problems import get_problem
 
-INITS = ("sobol", "center")
+INITS = ("sobol", "center", "uniform")
 
 #: Columns of ``results.csv``, in order.
 COLUMNS = (
@@ -53,8 +53,9 @@ class RunConfig:
         n_init: Size of the initial design.
         q: Batch size of each proposal.
         seed: Seed of the initial design and of the method.
-        init: ``"sobol"``, or ``"center"`` (the cube's centre plus ``n_init - 1``
-            Sobol points, the BOCK paper's start).
+        init: ``"sobol"``, ``"center"`` (the cube's centre plus ``n_init - 1``
+            Sobol points, the BOCK paper's start) or ``"uniform"`` (i.i.d.
+            uniform points, the EULBO paper's start).
         options: Settings of the model-based methods.
     """
 
@@ -130,11 +131,15 @@ def initial_design(dim: int, n_init: int, seed: int, init: str) -> torch.Tensor:
         dim: The dimension.
         n_init: Number of points.
         seed: Seed of the scrambled Sobol sequence.
-        init: ``"sobol"`` or ``"center"`` (centre first, then Sobol points).
+        init: ``"sobol"``, ``"center"`` (centre first, then Sobol points) or
+            ``"uniform"`` (i.i.d. uniform points, the EULBO paper's start).
 
     Returns:
         An ``n_init x dim`` float64 tensor.
     """
+    if init == "uniform":
+        gen = torch.Generator().manual_seed(seed)
+        return torch.rand(n_init, dim, generator=gen, dtype=torch.double)
     bounds = torch.stack([torch.zeros(dim), torch.ones(dim)]).double()
     X = draw_sobol_samples(bounds=bounds, n=n_init, q=1, seed=seed).squeeze(-2)
     if init == "center":

@@ -38,6 +38,11 @@ class TestLoop(BotorchTestCase):
         self.assertTrue(torch.equal(X[0], torch.full((3,), 0.5, dtype=X.dtype)))
         sobol = initial_design(3, 5, seed=0, init="sobol")
         self.assertTrue(torch.equal(X[1:], sobol[:4]))
+        U = initial_design(3, 50, seed=1, init="uniform")
+        self.assertEqual(U.shape, torch.Size([50, 3]))
+        self.assertTrue(((U >= 0) & (U <= 1)).all())
+        self.assertTrue(torch.equal(U, initial_design(3, 50, seed=1, init="uniform")))
+        self.assertFalse(torch.equal(U, initial_design(3, 50, seed=2, init="uniform")))
         config = RunConfig(
             "rosenbrock", "random", budget=3, dim=4, n_init=3, init="center"
         )
