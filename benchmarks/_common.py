@@ -2,6 +2,7 @@ r"""Helpers shared by the benchmark scripts (run them as ``python benchmarks/X.p
 
 * ``environment()``: one line with the library versions, the thread count and
   the git revision of the ``botorch_ext`` checkout that is being measured.
+* ``write_csv``: rows of dicts to a CSV file.
 * ``OtherCPU``: the share of the machine's CPU time used by *other* processes
   while a block of code runs. On a small shared machine, background load slows
   multi-threaded kernels far more than proportionally, so timing rows report it.
@@ -9,6 +10,7 @@ r"""Helpers shared by the benchmark scripts (run them as ``python benchmarks/X.p
 
 from __future__ import annotations
 
+import csv
 import os
 import platform
 import subprocess
@@ -50,6 +52,18 @@ def environment() -> str:
         f"Python {platform.python_version()}; {os.cpu_count()} CPUs, "
         f"torch threads {torch.get_num_threads()}"
     )
+
+
+def write_csv(path: str, rows: list[dict]) -> None:
+    """Write dict rows to ``path`` (columns: every key seen, in first-seen order)."""
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 class OtherCPU:

@@ -20,7 +20,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import math
 import os
@@ -33,7 +32,7 @@ from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
 from gpytorch.kernels import MaternKernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import OtherCPU, environment  # noqa: E402
+from _common import OtherCPU, environment, write_csv  # noqa: E402
 
 from botorch_ext.kernels import CylindricalKernel  # noqa: E402
 
@@ -113,11 +112,7 @@ def main() -> None:
             flush=True,
         )
     if not args.quick:
-        os.makedirs(os.path.dirname(args.output), exist_ok=True)
-        with open(args.output, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(args.output, rows)
 
 
 if __name__ == "__main__":

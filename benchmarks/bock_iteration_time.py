@@ -18,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import sys
@@ -28,7 +27,7 @@ import torch
 from botorch.utils.sampling import draw_sobol_samples
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import OtherCPU, environment  # noqa: E402
+from _common import OtherCPU, environment, write_csv  # noqa: E402
 
 from botorch_ext.runner.methods import MethodOptions, get_method  # noqa: E402
 from botorch_ext.runner.problems import get_problem  # noqa: E402
@@ -78,10 +77,7 @@ def main() -> None:
                 rows.append(row)
                 print(row, flush=True)
     if not args.quick:
-        with open(args.output, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(args.output, rows)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import sys
@@ -33,7 +32,7 @@ import torch
 from botorch.utils.sampling import draw_sobol_samples
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import environment  # noqa: E402
+from _common import environment, write_csv  # noqa: E402
 from gpytorch.constraints import Interval  # noqa: E402
 from gpytorch.kernels import ScaleKernel  # noqa: E402
 from gpytorch.priors import NormalPrior  # noqa: E402
@@ -192,11 +191,7 @@ def main() -> None:
             )
             print(f"{name} {kernel}: {stats}")
     if not args.quick:
-        fields = list(dict.fromkeys(k for r in rows for k in r))
-        with open(args.output, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(args.output, rows)
 
 
 if __name__ == "__main__":
