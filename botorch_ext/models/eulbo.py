@@ -8,7 +8,8 @@ bounds -> return the candidates.
 References
 
 .. [Maus2024eulbo]
-    N. Maus, K. Wu, D. Eriksson and J. Gardner. Approximation-Aware Bayesian
+    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+    Approximation-Aware Bayesian
     Optimization. NeurIPS 2024.
 .. [Moss2023ipa]
     H. B. Moss, S. W. Ober and V. Picheny. Inducing Point Allocation for Sparse
@@ -279,7 +280,7 @@ class EULBOModel(SingleTaskVariationalGP):
         gen = torch.Generator().manual_seed(seed)
         best, stale, value = -math.inf, 0, -math.inf
         for _ in range(self.options.max_epochs):
-            total, count = 0.0, 0
+            total = 0.0
             for idx in self._minibatches(gen):
                 opt.zero_grad()
                 loss = -self._elbo(self.train_X_full[idx], self.train_Y_std[idx])
@@ -288,8 +289,10 @@ class EULBOModel(SingleTaskVariationalGP):
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, self.options.grad_clip)
                 opt.step()
-                total, count = total - loss.item(), count + 1
-            value = total / count
+                # Weight by minibatch size: a small last minibatch would
+                # otherwise make the epoch score noisy (and stop early).
+                total -= loss.item() * len(idx)
+            value = total / self.train_X_full.shape[-2]
             if value > best:
                 best, stale = value, 0
             else:

@@ -8,7 +8,8 @@ batch utility ``max_j u_j`` is averaged over fixed Monte Carlo samples.
 References
 
 .. [Maus2024eulbo]
-    N. Maus, K. Wu, D. Eriksson and J. Gardner. Approximation-Aware Bayesian
+    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+    Approximation-Aware Bayesian
     Optimization. NeurIPS 2024.
 """
 

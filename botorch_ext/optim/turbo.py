@@ -14,7 +14,8 @@ References
     D. Eriksson, M. Pearce, J. Gardner, R. D. Turner and M. Poloczek. Scalable
     Global Optimization via Local Bayesian Optimization. NeurIPS 2019.
 .. [Maus2024eulbo]
-    N. Maus, K. Wu, D. Eriksson and J. Gardner. Approximation-Aware Bayesian
+    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+    Approximation-Aware Bayesian
     Optimization. NeurIPS 2024.
 """
 
