@@ -288,7 +288,13 @@ class CylindricalKernel(Kernel):
             self.register_constraint(f"raw_{name}", constraint)
             start = constraint.initial_value
             if start is None:
-                start = torch.tensor(1.0)
+                # The identity warp if the user's box allows it, else its middle.
+                one = torch.tensor(1.0)
+                start = (
+                    one
+                    if bool(constraint.check(one))
+                    else ((constraint.lower_bound + constraint.upper_bound) / 2)
+                )
             setattr(self, name, start)
             if isinstance(prior, _Default):
                 prior = default_prior()

@@ -254,6 +254,11 @@ class TestCylindricalKernel(BotorchTestCase):
             k.alpha = 2.0
         with self.assertRaisesRegex(ValueError, "`beta`"):
             k.beta = float("nan")
+        # A user box without an initial value that excludes the identity starts
+        # at its middle instead of failing.
+        k2 = CylindricalKernel(beta_constraint=Interval(2.0, 4.0, transform=None))
+        self.assertEqual(k2.beta.item(), 3.0)
+        self.assertEqual(k2.alpha.item(), 1.0)
 
     def test_defaults_and_hyperparameter_count(self):
         k = CylindricalKernel()
