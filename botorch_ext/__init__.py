@@ -13,6 +13,17 @@ from botorch_ext.acquisition import (
     qUCB,
 )
 from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.optim import TurboState
+from botorch_ext.sgmcmc import (
+    SGMCMCFullyBayesianSingleTaskGP,
+    finite_set_stein_discrepancy,
+    fit_fully_bayesian_model_sgmcmc,
+    kernel_stein_discrepancy,
+    mamba,
+    sghmc,
+    sgld,
+)
 
 try:
     __version__ = version("botorch-ext")
@@ -22,9 +33,19 @@ except PackageNotFoundError:  # running from a source tree without installing
 __all__ = [
     "__version__",
     "CylindricalKernel",
+    "EULBOModel",
+    "EULBOOptions",
+    "SGMCMCFullyBayesianSingleTaskGP",
+    "TurboState",
     "draw_representer_points",
+    "finite_set_stein_discrepancy",
+    "fit_fully_bayesian_model_sgmcmc",
+    "kernel_stein_discrepancy",
+    "mamba",
     "qES",
     "qLogSoftPI",
     "qSoftPI",
     "qUCB",
+    "sghmc",
+    "sgld",
 ]

@@ -473,7 +473,10 @@ class CylindricalKernel(Kernel):
         angular = weights[..., -1]
         for p in range(self.angular_degree - 1, -1, -1):
             angular = torch.addcmul(weights[..., p], angular, dot)
-        angular = angular.expand(dot.shape) if angular.shape != dot.shape else angular
+        # Batched hyperparameters may broadcast against inputs without that batch
+        # dimension (e.g. the draws of a fully Bayesian model): expand to both.
+        shape = torch.broadcast_shapes(angular.shape, dot.shape)
+        angular = angular.expand(shape) if angular.shape != shape else angular
         angular = self._fix_center(angular, center1, center2, x1.shape[-1], diag)
         return self._radial(self.warp(rho1), self.warp(rho2), diag, **params) * angular
 

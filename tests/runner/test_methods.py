@@ -1,6 +1,9 @@
+from unittest import mock
+
 import torch
 from botorch.utils.testing import BotorchTestCase
 
+from botorch_ext.runner import methods
 from botorch_ext.runner.methods import (
     METHODS,
     MODEL_BASED,
@@ -19,7 +22,9 @@ class TestMethods(BotorchTestCase):
         options = MethodOptions(num_restarts=2, raw_samples=16)
         for name in METHODS:
             for q in (1, 2):
-                cand = get_method(name)(X, Y, bounds, q, 0, options)
+                # A short SGLD budget keeps bock-sgmcmc fast here.
+                with mock.patch.object(methods, "SGMCMC_BUDGET_STEPS", 20):
+                    cand = get_method(name)(X, Y, bounds, q, 0, options)
                 self.assertEqual(cand.shape, torch.Size([q, 3]), name)
                 self.assertTrue(((cand >= 0) & (cand <= 1)).all(), name)
         self.assertEqual(MODEL_BASED, set(METHODS) - {"random", "sobol"})
@@ -105,6 +110,28 @@ class TestMethods(BotorchTestCase):
             get_method("bock")(
                 X, Y, bounds, 1, 0, MethodOptions(initial_conditions="x")
             )
+
+    def test_bock_sgmcmc(self):
+        from botorch_ext.kernels import CylindricalKernel
+        from botorch_ext.sgmcmc import SGMCMCFullyBayesianSingleTaskGP
+
+        torch.manual_seed(0)
+        X = torch.rand(8, 2, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        with mock.patch.object(methods, "SGMCMC_BUDGET_STEPS", 40):
+            model = fit_model(
+                X, Y, MethodOptions(), kernel="bock", fully_bayesian=True, seed=1
+            )
+            again = fit_model(
+                X, Y, MethodOptions(), kernel="bock", fully_bayesian=True, seed=1
+            )
+        self.assertIsInstance(model, SGMCMCFullyBayesianSingleTaskGP)
+        self.assertIsInstance(model.covar_module, CylindricalKernel)
+        self.assertEqual(model.batch_shape, torch.Size([methods.SGMCMC_DRAWS]))
+        # The draws differ from one another and are reproducible from the seed.
+        alpha = model.covar_module.alpha
+        self.assertGreater(alpha.std().item(), 0.0)
+        self.assertTrue(torch.equal(alpha, again.covar_module.alpha))
 
     def test_svgp_methods_keep_state_per_run(self):
         from botorch_ext.runner.loop import RunConfig

@@ -1,0 +1,50 @@
+r"""Stochastic gradient MCMC: samplers, Stein discrepancies, the MAMBA tuner and
+fully Bayesian GP hyperparameters [Coullon2023mamba]."""
+
+from botorch_ext.sgmcmc.fully_bayesian import (
+    HyperparameterPosterior,
+    SGMCMCFullyBayesianSingleTaskGP,
+    fit_fully_bayesian_model_sgmcmc,
+)
+from botorch_ext.sgmcmc.mamba import (
+    MambaArm,
+    MambaResult,
+    MambaRound,
+    mamba,
+    mamba_arms,
+    round_budgets,
+)
+from botorch_ext.sgmcmc.samplers import (
+    SamplerResult,
+    SamplerState,
+    control_variate_gradient,
+    log_posterior_gradient,
+    sghmc,
+    sgld,
+)
+from botorch_ext.sgmcmc.stein import (
+    finite_set_stein_discrepancy,
+    fssd_test_locations,
+    kernel_stein_discrepancy,
+)
+
+__all__ = [
+    "HyperparameterPosterior",
+    "MambaArm",
+    "MambaResult",
+    "MambaRound",
+    "SGMCMCFullyBayesianSingleTaskGP",
+    "SamplerResult",
+    "SamplerState",
+    "control_variate_gradient",
+    "finite_set_stein_discrepancy",
+    "fit_fully_bayesian_model_sgmcmc",
+    "fssd_test_locations",
+    "kernel_stein_discrepancy",
+    "log_posterior_gradient",
+    "mamba",
+    "mamba_arms",
+    "round_budgets",
+    "sghmc",
+    "sgld",
+]

@@ -1,0 +1,209 @@
+import copy
+import math
+from unittest import mock
+
+import torch
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.models import SingleTaskGP
+from botorch.models.transforms import Standardize
+from botorch.optim import optimize_acqf
+from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
+from botorch.utils.testing import BotorchTestCase
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from linear_operator.utils.errors import NotPSDError
+
+from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.sgmcmc.fully_bayesian import (
+    RAW_PRIOR_SCALE,
+    HyperparameterPosterior,
+    SGMCMCFullyBayesianSingleTaskGP,
+    fit_fully_bayesian_model_sgmcmc,
+)
+
+
+def data(n=12, d=2, dtype=torch.float64, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=gen, dtype=dtype)
+    Y = torch.sin(4 * X).sum(-1, keepdim=True)
+    return X, Y
+
+
+def fast_fit(model, **kwargs):
+    base = dict(
+        num_samples=4,
+        budget=30,
+        budget_unit="steps",
+        step_sizes=(1e-2, 1e-3, 1e-4),
+        generator=torch.Generator().manual_seed(0),
+    )
+    return fit_fully_bayesian_model_sgmcmc(model, **{**base, **kwargs})
+
+
+class TestHyperparameterPosterior(BotorchTestCase):
+    def test_log_density_against_direct_computation(self):
+        X, Y = data()
+        model = SGMCMCFullyBayesianSingleTaskGP(X, Y, outcome_transform=Standardize(1))
+        post = HyperparameterPosterior(model)
+        kinds = {e["name"]: e["kind"] for e in post.entries}
+        # BoTorch's noise and lengthscale floors have no transform: lo + exp(z).
+        self.assertEqual(kinds["likelihood.noise_covar.raw_noise"], "lower")
+        self.assertEqual(kinds["covar_module.raw_lengthscale"], "lower")
+        self.assertEqual(kinds["mean_module.raw_constant"], "free")
+        z = torch.tensor([-3.0, 0.2, -0.5, 0.3], dtype=torch.float64)
+        # Directly: write the raw values into a copy, evaluate GPyTorch's MLL.
+        ref = copy.deepcopy(model)
+        with torch.no_grad():
+            ref.likelihood.noise_covar.raw_noise.fill_(1e-4 + math.exp(-3.0))
+            ref.mean_module.raw_constant.fill_(0.2)
+            ref.covar_module.raw_lengthscale.copy_(
+                2.5e-2 + torch.tensor([[-0.5, 0.3]]).exp()
+            )
+        ref.train()
+        mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
+        expected = (
+            mll(ref(*ref.train_inputs), ref.train_targets) * 12
+            + (-3.0 - 0.5 + 0.3)  # log-Jacobians of lo + exp(z)
+            - 0.5 * (0.2 / RAW_PRIOR_SCALE) ** 2  # the mean has no prior
+        )
+        before = {k: v.detach().clone() for k, v in model.named_parameters()}
+        self.assertAllClose(post.log_density(z), expected.detach())
+        # The model's own parameters are untouched by the evaluation.
+        for name, p in model.named_parameters():
+            self.assertIsInstance(p, torch.nn.Parameter)
+            self.assertAllClose(p.detach(), before[name])
+
+    def test_gradient_against_finite_differences(self):
+        X, Y = data()
+        for kernel in (None, CylindricalKernel()):
+            kw = {} if kernel is None else {"covar_module": kernel}
+            model = SGMCMCFullyBayesianSingleTaskGP(
+                X, Y, outcome_transform=Standardize(1), **kw
+            )
+            post = HyperparameterPosterior(model)
+            gen = torch.Generator().manual_seed(1)
+            z = post.initial_point() + 0.1 * torch.randn(
+                post.dim, generator=gen, dtype=torch.float64
+            )
+            g = post.gradient(z)
+            eps = 1e-6
+            fd = torch.stack(
+                [
+                    (post.log_density(z + eps * e) - post.log_density(z - eps * e))
+                    / (2 * eps)
+                    for e in torch.eye(post.dim, dtype=torch.float64)
+                ]
+            ).detach()
+            self.assertAllClose(g, fd, rtol=1e-4, atol=1e-5)
+            # Batches of z are scored one by one.
+            self.assertAllClose(post.gradient(torch.stack([z, z]))[1], g)
+
+    def test_box_parameters_round_trip(self):
+        X, Y = data()
+        kernel = CylindricalKernel()
+        model = SGMCMCFullyBayesianSingleTaskGP(X, Y, covar_module=kernel)
+        post = HyperparameterPosterior(model)
+        kinds = {e["name"]: e["kind"] for e in post.entries}
+        self.assertEqual(kinds["covar_module.raw_alpha"], "box")
+        self.assertEqual(kinds["covar_module.raw_beta"], "box")
+        self.assertEqual(kinds["covar_module.raw_angular_weights"], "free")
+        z = post.initial_point()
+        raw = post.unpack(z.unsqueeze(0))
+        for name, p in model.named_parameters():
+            self.assertAllClose(raw[name][0], p.detach(), atol=1e-5)
+        # Any z maps inside the warp box.
+        far = post.unpack(torch.full((1, post.dim), 40.0, dtype=torch.float64))
+        alpha = far["covar_module.raw_alpha"]
+        self.assertTrue(bool(((alpha >= 0.5) & (alpha <= 1.0)).all()))
+
+    def test_not_psd_gives_nan_gradient(self):
+        X, Y = data()
+        model = SGMCMCFullyBayesianSingleTaskGP(X, Y)
+        post = HyperparameterPosterior(model)
+        z = post.initial_point()
+        with mock.patch.object(
+            post, "log_density", side_effect=NotPSDError("singular")
+        ):
+            g = post.gradient(z)
+        self.assertEqual(g.shape, z.shape)
+        self.assertTrue(bool(torch.isnan(g).all()))
+
+
+class TestFullyBayesianModel(BotorchTestCase):
+    def test_fit_posterior_and_acquisition(self):
+        for dtype in (torch.float32, torch.float64):
+            X, Y = data(dtype=dtype)
+            for kernel in (None, CylindricalKernel()):
+                kw = {} if kernel is None else {"covar_module": kernel}
+                model = SGMCMCFullyBayesianSingleTaskGP(
+                    X, Y, outcome_transform=Standardize(1), **kw
+                )
+                result = fast_fit(model)
+                self.assertEqual(model.batch_shape, torch.Size([4]))
+                self.assertEqual(model.num_mcmc_samples, 4)
+                self.assertEqual(len(result.history), 1)  # 3 arms, eta 3
+                post = model.posterior(torch.rand(5, 3, 2, dtype=dtype))
+                self.assertIsInstance(post, GaussianMixturePosterior)
+                self.assertEqual(post.mean.shape, torch.Size([5, 4, 3, 1]))
+                self.assertEqual(post.mixture_mean.shape, torch.Size([5, 3, 1]))
+                acqf = qLogNoisyExpectedImprovement(model, X_baseline=X)
+                values = acqf(torch.rand(6, 2, 2, dtype=dtype))
+                self.assertEqual(values.shape, torch.Size([6]))
+                self.assertTrue(bool(torch.isfinite(values).all()))
+                bounds = torch.stack([torch.zeros(2), torch.ones(2)]).to(dtype)
+                cand, _ = optimize_acqf(
+                    acqf, bounds, q=1, num_restarts=2, raw_samples=16
+                )
+                self.assertEqual(cand.shape, torch.Size([1, 2]))
+                self.assertTrue(bool(((cand >= 0) & (cand <= 1)).all()))
+
+    def test_each_draw_is_the_gp_with_its_hyperparameters(self):
+        X, Y = data()
+        model = SGMCMCFullyBayesianSingleTaskGP(
+            X, Y, outcome_transform=Standardize(1), covar_module=CylindricalKernel()
+        )
+        template = copy.deepcopy(model)
+        fast_fit(model)
+        Xt = torch.rand(4, 2, dtype=torch.float64)
+        post = model.posterior(Xt)
+        for j in range(model.num_mcmc_samples):
+            single = copy.deepcopy(template)
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    dict(single.named_parameters())[name].copy_(p[j])
+            single.eval()
+            # An unbatched model is a mixture of one: MCMC_DIM of size 1.
+            ref = single.posterior(Xt)
+            self.assertEqual(ref.mean.shape, torch.Size([1, 4, 1]))
+            self.assertAllClose(post.mean[j], ref.mean[0], rtol=1e-6, atol=1e-8)
+            self.assertAllClose(post.variance[j], ref.variance[0], rtol=1e-6, atol=1e-8)
+
+    def test_draws_differ_and_start_at_the_map(self):
+        X, Y = data(n=20)
+        model = SGMCMCFullyBayesianSingleTaskGP(X, Y, outcome_transform=Standardize(1))
+        result = fast_fit(model, num_samples=6, budget=60)
+        ls = model.covar_module.lengthscale
+        self.assertEqual(ls.shape, torch.Size([6, 1, 2]))
+        self.assertGreater(float(ls.std(0).max()), 0.0)
+        self.assertTrue(math.isfinite(result.metric))
+
+    def test_bad_input(self):
+        X, Y = data()
+        with self.assertRaisesRegex(ValueError, "SGMCMCFullyBayesianSingleTaskGP"):
+            fit_fully_bayesian_model_sgmcmc(SingleTaskGP(X, Y))
+        model = SGMCMCFullyBayesianSingleTaskGP(X, Y)
+        with self.assertRaisesRegex(ValueError, "num_samples"):
+            fit_fully_bayesian_model_sgmcmc(model, num_samples=0)
+        with self.assertRaisesRegex(ValueError, "budget"):
+            fit_fully_bayesian_model_sgmcmc(model, budget=0.0)
+        with self.assertRaisesRegex(ValueError, "step_sizes|empty"):
+            fit_fully_bayesian_model_sgmcmc(model, step_sizes=())
+        with self.assertRaisesRegex(ValueError, "every parameter"):
+            model.load_hyperparameter_samples({})
+        names = dict(model.named_parameters())
+        bad = {k: v.detach().unsqueeze(0).expand(2, *v.shape) for k, v in names.items()}
+        bad["mean_module.raw_constant"] = torch.zeros(2, 3, dtype=torch.float64)
+        with self.assertRaisesRegex(ValueError, "raw_constant"):
+            model.load_hyperparameter_samples(bad)
+        fast_fit(model)
+        with self.assertRaisesRegex(RuntimeError, "already"):
+            fast_fit(model)

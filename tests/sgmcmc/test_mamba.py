@@ -1,0 +1,255 @@
+import math
+
+import torch
+from botorch.utils.testing import BotorchTestCase
+
+from botorch_ext.sgmcmc.mamba import MambaArm, mamba, mamba_arms, round_budgets
+from botorch_ext.sgmcmc.samplers import SamplerState, log_posterior_gradient, sgld
+from botorch_ext.sgmcmc.stein import kernel_stein_discrepancy
+
+
+def logistic_problem(n=500, d=3, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    theta = torch.randn(d, generator=gen, dtype=torch.float64)
+    y = torch.bernoulli(torch.sigmoid(X @ theta), generator=gen)
+
+    def log_lik(t, idx):
+        Xb, yb = (X, y) if idx is None else (X[idx], y[idx])
+        z = t @ Xb.T  # batch x n
+        return (yb * z - torch.nn.functional.softplus(z)).sum(-1)
+
+    grad = log_posterior_gradient(lambda t: -0.05 * t.pow(2).sum(-1), log_lik, n)
+    # A rough MAP by gradient ascent, the paper's starting point.
+    t = torch.zeros(d, dtype=torch.float64)
+    for _ in range(300):
+        t = t + 1e-3 * grad(t, None)
+    return grad, t
+
+
+class TestRoundBudgets(BotorchTestCase):
+    def test_budgets(self):
+        for M, eta, K in ((27, 3, 3), (26, 3, 2), (9, 3, 2), (8, 2, 3), (56, 3, 3)):
+            r = round_budgets(1.0, M, eta)
+            self.assertEqual(len(r), K)
+            self.assertAlmostEqual(sum(r), 1.0)
+            for a, b in zip(r, r[1:], strict=False):
+                self.assertAlmostEqual(b / a, eta)
+        # Fewer arms than eta: one round with the whole budget.
+        self.assertEqual(round_budgets(2.0, 2, 3), [2.0])
+        self.assertEqual(round_budgets(2.0, 1, 3), [2.0])
+
+    def test_bad_input(self):
+        with self.assertRaisesRegex(ValueError, "budget"):
+            round_budgets(0.0, 3)
+        with self.assertRaisesRegex(ValueError, "num_arms"):
+            round_budgets(1.0, 0)
+        with self.assertRaisesRegex(ValueError, "eta"):
+            round_budgets(1.0, 4, eta=1)
+        with self.assertRaisesRegex(ValueError, "eta"):
+            round_budgets(1.0, 4, eta=2.5)
+
+
+class TestMambaArms(BotorchTestCase):
+    def test_grid(self):
+        arms = mamba_arms([1e-3, 1e-4], [10, 100], [5, 10])
+        self.assertEqual(len(arms), 8)
+        self.assertIn(MambaArm(1e-4, 100, 5), arms)
+        self.assertEqual(len(mamba_arms([1e-3], [10, 10])), 1)  # duplicates merged
+        self.assertIsNone(mamba_arms([1e-3], [10])[0].num_leapfrog_steps)
+
+    def test_empty_or_bad_grid(self):
+        with self.assertRaisesRegex(ValueError, "empty"):
+            mamba_arms([], [10])
+        with self.assertRaisesRegex(ValueError, "empty"):
+            mamba_arms([1e-3], [])
+        with self.assertRaisesRegex(ValueError, "empty"):
+            mamba_arms([1e-3], [10], [])
+        with self.assertRaisesRegex(ValueError, "step_sizes"):
+            mamba_arms([-1.0], [10])
+        with self.assertRaisesRegex(ValueError, "batch_sizes"):
+            mamba_arms([1e-3], [0])
+        with self.assertRaisesRegex(ValueError, "num_leapfrog_steps"):
+            mamba_arms([1e-3], [10], [0])
+
+
+class TestMamba(BotorchTestCase):
+    def test_eliminates_divergent_arms_and_picks_a_good_one(self):
+        grad, t_map = logistic_problem()
+        steps = [1.0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5]
+        batches = [500, 50, 5]
+        budget = 270  # iterations of the surviving arm
+        res = mamba(
+            grad,
+            t_map,
+            500,
+            steps,
+            batches,
+            budget=budget,
+            budget_unit="steps",
+            thin=3,
+            generator=torch.Generator().manual_seed(0),
+            progress=False,
+        )
+        # 18 arms, eta = 3: floor(log_3 18) = 2 rounds, 18 -> 6 -> 1.
+        self.assertEqual(len(res.history), 2)
+        self.assertEqual(len(res.history[0].arms), 18)
+        self.assertEqual(len(res.history[0].survivors), 6)
+        self.assertEqual(len(res.history[1].arms), 6)
+        self.assertEqual(res.history[1].survivors, [res.best_arm])
+        r0, r1 = round_budgets(budget, 18)
+        n0 = res.history[0].arms[0]["num_steps"]
+        n1 = res.history[1].arms[0]["num_steps"]
+        self.assertLessEqual(abs(n0 - r0), 1)
+        self.assertLessEqual(abs(n1 - r1), 1)
+        self.assertEqual(n0 + n1, budget)  # the winner ran exactly R iterations
+        # The largest step size makes the chain jump around wildly (the logistic
+        # gradient is bounded, so it stays finite): ranked below every survivor
+        # and pruned in the first round.
+        first = {a["arm"]: a for a in res.history[0].arms}
+        worst_survivor = max(first[a]["metric"] for a in res.history[0].survivors)
+        for n in batches:
+            self.assertGreater(first[MambaArm(1.0, n)]["metric"], worst_survivor)
+        self.assertNotIn(1.0, [a.step_size for a in res.history[0].survivors])
+        self.assertTrue(math.isfinite(res.metric))
+        self.assertEqual(res.samples.shape[0], (n0 + n1) // 3 - n0 // 3)
+        # Grid search with the same per-arm budget: every arm runs for `budget`
+        # iterations from the start, KSD of its thinned samples. MAMBA's arm
+        # is within a small factor of the grid's best.
+        grid = {}
+        for arm in first:
+            out = sgld(
+                grad,
+                t_map.clone(),
+                arm.step_size,
+                arm.batch_size,
+                500,
+                num_steps=budget,
+                thin=3,
+                generator=torch.Generator().manual_seed(1),
+            )
+            if out.state.diverged or out.samples.shape[0] < 2:
+                continue
+            s = out.samples[-res.samples.shape[0] :]
+            grid[arm] = float(kernel_stein_discrepancy(s, grad(s, None)))
+        best = min(grid.values())
+        self.assertLess(grid[res.best_arm], 1.5 * best)
+
+    def test_diverged_arms_rank_last(self):
+        # A Gaussian target: steps above 2 make SGLD blow up to inf.
+        def grad(t, idx=None):
+            return -t
+
+        res = mamba(
+            grad,
+            torch.zeros(2, dtype=torch.float64),
+            1,
+            [1e3, 1e2, 0.5, 0.1],
+            [1],
+            budget=400,
+            budget_unit="steps",
+            progress=False,
+            generator=torch.Generator().manual_seed(0),
+            thin=1,
+        )
+        first = {a["arm"]: a for a in res.history[0].arms}
+        for h in (1e3, 1e2):
+            self.assertTrue(first[MambaArm(h, 1)]["diverged"])
+            self.assertEqual(first[MambaArm(h, 1)]["metric"], math.inf)
+        self.assertEqual(
+            {a.step_size for a in res.history[0].survivors}, {0.5}
+        )  # 4 arms, eta 3: one round, one survivor
+        self.assertIn(res.best_arm.step_size, (0.5, 0.1))
+
+    def test_sghmc_and_fssd(self):
+        grad, t_map = logistic_problem(n=200, d=2)
+        res = mamba(
+            grad,
+            t_map,
+            200,
+            [1e-2, 1e-3, 1e-4],
+            [200, 20],
+            budget=40,
+            num_leapfrog_steps=[2, 4],
+            sampler="sghmc",
+            metric="fssd",
+            budget_unit="steps",
+            thin=1,
+            progress=False,
+            generator=torch.Generator().manual_seed(0),
+        )
+        self.assertEqual(len(res.history[0].arms), 12)
+        self.assertIsNotNone(res.best_arm.num_leapfrog_steps)
+        self.assertGreaterEqual(res.metric, 0.0)
+        self.assertTrue(bool(torch.isfinite(res.samples).all()))
+
+    def test_reproducible_in_steps_and_continues_chains(self):
+        grad, t_map = logistic_problem(n=100, d=2)
+        kwargs = dict(
+            step_sizes=[1e-2, 1e-3, 1e-4],
+            batch_sizes=[100],
+            budget=40,
+            budget_unit="steps",
+            thin=1,
+            progress=False,
+        )
+        a = mamba(
+            grad, t_map, 100, generator=torch.Generator().manual_seed(3), **kwargs
+        )
+        b = mamba(
+            grad, t_map, 100, generator=torch.Generator().manual_seed(3), **kwargs
+        )
+        self.assertEqual(a.best_arm, b.best_arm)
+        self.assertAllClose(a.samples, b.samples)
+        # One round (3 arms, eta 3): the winner ran exactly the budget.
+        self.assertIsInstance(a.state, SamplerState)
+        self.assertEqual(a.state.num_steps, 40)
+
+    def test_wall_clock_budget(self):
+        grad, t_map = logistic_problem(n=100, d=2)
+        res = mamba(
+            grad,
+            t_map,
+            100,
+            [1e-3, 1e-4, 1e-5],
+            [100, 10],
+            budget=0.3,
+            thin=1,
+            progress=False,
+        )
+        total = sum(
+            a["seconds"]
+            for r in res.history
+            for a in r.arms
+            if a["arm"] == res.best_arm
+        )
+        self.assertLess(total, 0.3 + 0.2)
+        self.assertGreater(res.state.num_steps, 0)
+
+    def test_bad_input(self):
+        grad, t_map = logistic_problem(n=50, d=2)
+        base = dict(
+            step_sizes=[1e-3],
+            batch_sizes=[10],
+            budget=5,
+            budget_unit="steps",
+            progress=False,
+        )
+        cases = [
+            ({"budget": 0.0}, "budget"),
+            ({"budget": -1.0}, "budget"),
+            ({"step_sizes": []}, "empty"),
+            ({"batch_sizes": []}, "empty"),
+            ({"sampler": "nuts"}, "sampler"),
+            ({"metric": "mmd"}, "metric"),
+            ({"budget_unit": "epochs"}, "budget_unit"),
+            ({"num_leapfrog_steps": [5]}, "num_leapfrog_steps"),
+            ({"eta": 1}, "eta"),
+            ({"thin": 0}, "thin"),
+        ]
+        for change, msg in cases:
+            kwargs = {**base, **change}
+            with self.assertRaisesRegex(ValueError, msg):
+                mamba(grad, t_map, 50, **kwargs)
+        with self.assertRaisesRegex(ValueError, "theta0"):
+            mamba(grad, torch.tensor([math.nan, 0.0]), 50, **base)
