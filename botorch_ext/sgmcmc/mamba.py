@@ -17,6 +17,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -167,6 +168,8 @@ def mamba(
     eta: int = 3,
     metric: str = "ksd",
     score: Callable[[Tensor], Tensor] | None = None,
+    score_chunk_size: int = 64,
+    metric_kwargs: dict[str, Any] | None = None,
     thin: int = 10,
     max_metric_samples: int = 1000,
     budget_unit: str = "seconds",
@@ -208,8 +211,17 @@ def mamba(
         eta: Reduction factor (integer >= 2).
         metric: ``"ksd"`` or ``"fssd"``.
         score: ``samples (k x d) -> k x d`` full-batch ``grad log pi``; default
-            ``gradient(samples, None)`` (the estimator must then accept a batch).
-        thin: Keep every ``thin``-th iterate for the metric.
+            ``gradient(chunk, None)`` over chunks of ``score_chunk_size`` samples
+            (the estimator must then accept a batch).
+        score_chunk_size: Samples per full-batch score call (bounds memory).
+        metric_kwargs: Passed to the discrepancy, e.g. ``{"c": 0.1}``: the IMQ
+            kernel's ``c`` sets the scale it resolves; with ``c = 1`` and a
+            posterior much narrower than 1, the KSD reacts to a shifted mean far
+            more than to an inflated spread.
+        thin: Keep every ``thin``-th iterate of a round for the metric; a round
+            that yields fewer than two thinned samples uses all its iterates
+            instead (short first rounds of costly arms, e.g. SGHMC at full
+            batch), so such arms are still measured.
         max_metric_samples: Cap on the samples entering the metric.
         budget_unit: ``"seconds"`` (the paper) or ``"steps"`` (deterministic).
         friction: SGHMC friction.
@@ -244,7 +256,15 @@ def mamba(
     check_positive_int("max_metric_samples", max_metric_samples)
     if theta0.dim() != 1 or not bool(torch.isfinite(theta0).all()):
         raise ValueError(f"`theta0` must be a finite 1-d tensor, got {theta0}.")
-    score = score or (lambda s: gradient(s, None))
+    check_positive_int("score_chunk_size", score_chunk_size)
+    if score is None:
+
+        def score(samples: Tensor) -> Tensor:
+            return torch.cat(
+                [gradient(c, None) for c in samples.split(score_chunk_size)]
+            )
+
+    metric_kwargs = dict(metric_kwargs or {})
     seed_gen = generator or torch.Generator().manual_seed(0)
     generators = {
         a: torch.Generator().manual_seed(
@@ -267,13 +287,17 @@ def mamba(
                 r,
                 sampler,
                 num_data,
-                thin,
                 friction,
                 budget_unit,
                 generators[arm],
             )
-            samples = _subsample(result.samples, max_metric_samples)
-            value = _metric(samples, score, metric, result.state.diverged)
+            samples = result.samples[thin - 1 :: thin]
+            if samples.shape[0] < 2:
+                samples = result.samples
+            samples = _subsample(samples, max_metric_samples)
+            value = _metric(
+                samples, score, metric, result.state.diverged, metric_kwargs
+            )
             last[arm] = (value, samples)
             record.arms.append(
                 {
@@ -306,8 +330,10 @@ def mamba(
 
 
 def _run_arm(
-    gradient, state, arm, budget, sampler, num_data, thin, friction, budget_unit, gen
+    gradient, state, arm, budget, sampler, num_data, friction, budget_unit, gen
 ) -> SamplerResult:
+    # Every iterate is kept (thin = 1); mamba thins per round, so that it can
+    # fall back to all iterates when a round is too short for two samples.
     limit = (
         {"time_budget": budget}
         if budget_unit == "seconds"
@@ -322,7 +348,7 @@ def _run_arm(
         step_size=arm.step_size,
         batch_size=min(arm.batch_size, num_data),
         num_data=num_data,
-        thin=thin,
+        thin=1,
         generator=gen,
         **limit,
     )
@@ -340,7 +366,7 @@ def _subsample(samples: Tensor, k: int) -> Tensor:
     return samples[idx]
 
 
-def _metric(samples: Tensor, score, metric: str, diverged: bool) -> float:
+def _metric(samples: Tensor, score, metric: str, diverged: bool, kwargs: dict) -> float:
     # Fewer than two samples say nothing about the spread: ranked with the
     # diverged arms, last.
     if diverged or samples.shape[0] < 2:
@@ -348,11 +374,11 @@ def _metric(samples: Tensor, score, metric: str, diverged: bool) -> float:
     scores = score(samples)
     if not bool(torch.isfinite(scores).all()):
         return math.inf
+    kwargs = dict(kwargs)
     if metric == "ksd":
-        value = kernel_stein_discrepancy(samples, scores)
+        value = kernel_stein_discrepancy(samples, scores, **kwargs)
     else:
-        value = finite_set_stein_discrepancy(
-            samples, scores, generator=torch.Generator().manual_seed(0)
-        )
+        kwargs.setdefault("generator", torch.Generator().manual_seed(0))
+        value = finite_set_stein_discrepancy(samples, scores, **kwargs)
     value = float(value)
     return value if math.isfinite(value) else math.inf

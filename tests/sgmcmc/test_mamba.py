@@ -112,7 +112,7 @@ class TestMamba(BotorchTestCase):
             self.assertGreater(first[MambaArm(1.0, n)]["metric"], worst_survivor)
         self.assertNotIn(1.0, [a.step_size for a in res.history[0].survivors])
         self.assertTrue(math.isfinite(res.metric))
-        self.assertEqual(res.samples.shape[0], (n0 + n1) // 3 - n0 // 3)
+        self.assertEqual(res.samples.shape[0], n1 // 3)
         # Grid search with the same per-arm budget: every arm runs for `budget`
         # iterations from the start, KSD of its thinned samples. MAMBA's arm
         # is within a small factor of the grid's best.
@@ -204,6 +204,36 @@ class TestMamba(BotorchTestCase):
         # One round (3 arms, eta 3): the winner ran exactly the budget.
         self.assertIsInstance(a.state, SamplerState)
         self.assertEqual(a.state.num_steps, 40)
+
+    def test_short_rounds_chunked_scores_and_metric_kwargs(self):
+        grad, t_map = logistic_problem(n=100, d=2)
+        calls = []
+
+        def counting_grad(t, idx=None):
+            if t.dim() > 1:
+                calls.append(t.shape[0])
+            return grad(t, idx)
+
+        kwargs = dict(
+            step_sizes=[1e-3, 1e-4, 1e-5],
+            batch_sizes=[100],
+            budget=12,
+            budget_unit="steps",
+            progress=False,
+            score_chunk_size=5,
+        )
+        # thin = 50 > the 12 iterations of the round: all iterates are used.
+        res = mamba(counting_grad, t_map, 100, thin=50, **kwargs)
+        self.assertEqual(res.samples.shape[0], 12)
+        self.assertTrue(math.isfinite(res.metric))
+        self.assertLessEqual(max(calls), 5)
+        # The discrepancy's options reach it: the reported metric is the KSD
+        # with c = 0.1 of the winner's samples.
+        res = mamba(grad, t_map, 100, thin=1, metric_kwargs={"c": 0.1}, **kwargs)
+        expected = kernel_stein_discrepancy(res.samples, grad(res.samples, None), c=0.1)
+        self.assertAlmostEqual(res.metric, float(expected), places=10)
+        with self.assertRaisesRegex(ValueError, "score_chunk_size"):
+            mamba(grad, t_map, 100, **{**kwargs, "score_chunk_size": 0})
 
     def test_wall_clock_budget(self):
         grad, t_map = logistic_problem(n=100, d=2)
