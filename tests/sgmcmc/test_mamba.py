@@ -112,7 +112,8 @@ class TestMamba(BotorchTestCase):
             self.assertGreater(first[MambaArm(1.0, n)]["metric"], worst_survivor)
         self.assertNotIn(1.0, [a.step_size for a in res.history[0].survivors])
         self.assertTrue(math.isfinite(res.metric))
-        self.assertEqual(res.samples.shape[0], n1 // 3)
+        # Thinning follows each chain: steps 3, 6, ... of the winner's chain.
+        self.assertEqual(res.samples.shape[0], (n0 + n1) // 3 - n0 // 3)
         # Grid search with the same per-arm budget: every arm runs for `budget`
         # iterations from the start, KSD of its thinned samples. MAMBA's arm
         # is within a small factor of the grid's best.
@@ -222,11 +223,15 @@ class TestMamba(BotorchTestCase):
             progress=False,
             score_chunk_size=5,
         )
-        # thin = 50 > the 12 iterations of the round: all iterates are used.
-        res = mamba(counting_grad, t_map, 100, thin=50, **kwargs)
-        self.assertEqual(res.samples.shape[0], 12)
+        # thin = 5: two samples in the 12 iterations of the round.
+        res = mamba(counting_grad, t_map, 100, thin=5, **kwargs)
+        self.assertEqual(res.samples.shape[0], 2)
         self.assertTrue(math.isfinite(res.metric))
         self.assertLessEqual(max(calls), 5)
+        # thin = 50 > the 12 iterations: no arm has samples; all rank last.
+        res = mamba(counting_grad, t_map, 100, thin=50, **kwargs)
+        self.assertEqual(res.metric, math.inf)
+        self.assertEqual(res.samples.shape[0], 0)
         # The discrepancy's options reach it: the reported metric is the KSD
         # with c = 0.1 of the winner's samples.
         res = mamba(grad, t_map, 100, thin=1, metric_kwargs={"c": 0.1}, **kwargs)
