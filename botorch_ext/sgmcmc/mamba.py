@@ -15,13 +15,14 @@ from __future__ import annotations
 import itertools
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from botorch_ext.sgmcmc.samplers import (
     GradientEstimator,
@@ -320,6 +321,14 @@ def mamba(
     bar.close()
     best = survivors[0]
     value, samples = last[best]
+    if math.isinf(value):
+        warnings.warn(
+            "No MAMBA arm produced two finite thinned samples in its last round; "
+            "the 'best' arm is arbitrary. Increase `budget`, lower `thin` or "
+            "shrink `step_sizes`.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return MambaResult(
         best_arm=best,
         samples=samples,

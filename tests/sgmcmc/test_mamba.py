@@ -229,7 +229,8 @@ class TestMamba(BotorchTestCase):
         self.assertTrue(math.isfinite(res.metric))
         self.assertLessEqual(max(calls), 5)
         # thin = 50 > the 12 iterations: no arm has samples; all rank last.
-        res = mamba(counting_grad, t_map, 100, thin=50, **kwargs)
+        with self.assertWarnsRegex(RuntimeWarning, "No MAMBA arm"):
+            res = mamba(counting_grad, t_map, 100, thin=50, **kwargs)
         self.assertEqual(res.metric, math.inf)
         self.assertEqual(res.samples.shape[0], 0)
         # The discrepancy's options reach it: the reported metric is the KSD
