@@ -44,6 +44,23 @@ class TestEULBOModel(BotorchTestCase):
             nxt.model.variational_strategy.inducing_points.shape, torch.Size([10, 2])
         )
 
+    def test_adam_keeps_the_constraints(self):
+        # Every bounded hyperparameter is enforced by a transform: Adam (fit_elbo,
+        # optimize_eulbo) cannot step through the noise or lengthscale floors.
+        X, Y = _data(n=60)
+        model = EULBOModel(X, Y, num_inducing_points=20)
+        for module in model.modules():
+            for name, constraint in getattr(module, "_constraints", {}).items():
+                self.assertTrue(constraint.enforced, name)
+        # Aggressive Adam steps push the noise of noise-free data toward its
+        # floor; it stays above it and well below the outcome variance.
+        model.options = EULBOOptions(lr_w=0.1, max_epochs=60, patience=60)
+        model.fit_elbo()
+        noise = model.likelihood.noise.item()
+        self.assertGreaterEqual(noise, 1e-4)
+        self.assertLess(noise, 0.1)
+        self.assertTrue(bool((model.model.covar_module.lengthscale >= 0.025).all()))
+
     def test_posterior_on_original_scale_and_botorch_acqf(self):
         X, Y = _data()
         Y = 100.0 + 10.0 * Y
