@@ -9,18 +9,20 @@
 # session keeps what finished. Two lanes (one per core), one thread each.
 # Usage: bash benchmarks/eulbo_hartmann6.sh [OUT_DIR]
 #        JOBS="hartmann6 turbo" selects parts (default both);
-#        TURBO_SEEDS="0 1 2" sets the TuRBO seeds (default "0").
+#        TURBO_SEEDS="0 1 2" sets the TuRBO seeds (default "0");
+#        HARTMANN_METHODS="eulbo-ei elbo-svgp" restricts the Hartmann6 methods.
 set -euo pipefail
 OUT=${1:-benchmarks/results/eulbo}
 JOBS=${JOBS:-"hartmann6 turbo"}
 TURBO_SEEDS=${TURBO_SEEDS:-"0"}
+HARTMANN_METHODS=${HARTMANN_METHODS:-"eulbo-ei eulbo-kg elbo-svgp qlogei"}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 COMMON="--n-init 100 --init uniform --q 1 --outcome-transform standardize \
 --num-restarts 10 --raw-samples 256"
 {
   if [[ " $JOBS " == *" hartmann6 "* ]]; then
     for seed in 0 1 2; do
-      for method in eulbo-ei eulbo-kg elbo-svgp qlogei; do
+      for method in $HARTMANN_METHODS; do
         echo "--problem hartmann6 --budget 300 $COMMON --method $method" \
           "--seed $seed --output $OUT/hartmann6/$method-s$seed"
       done
