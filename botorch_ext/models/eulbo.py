@@ -29,7 +29,10 @@ from botorch.exceptions.warnings import OptimizationWarning
 from botorch.models import SingleTaskVariationalGP
 from botorch.models.model import Model
 from botorch.models.transforms.outcome import Standardize
-from botorch.models.utils.gpytorch_modules import MIN_INFERRED_NOISE_LEVEL
+from botorch.models.utils.gpytorch_modules import (
+    get_covar_module_with_dim_scaled_prior,
+    get_gaussian_likelihood_with_lognormal_prior,
+)
 from botorch.models.utils.inducing_point_allocators import (
     GreedyImprovementReduction,
     GreedyVarianceReduction,
@@ -39,10 +42,7 @@ from botorch.optim import optimize_acqf
 from botorch.utils.safe_math import log_softplus
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.constraints import GreaterThan
-from gpytorch.kernels import RBFKernel
-from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import VariationalELBO
-from gpytorch.priors import LogNormalPrior
 from torch import Tensor
 
 from botorch_ext.models.utilities import (
@@ -201,7 +201,15 @@ class EULBOModel(SingleTaskVariationalGP):
         outcome_transform.train()
         Y_std, _ = outcome_transform(train_Y)
         outcome_transform.eval()
-        covar_module = _adam_covar_module(train_X.shape[-1]).to(train_X)
+        # BoTorch's defaults (dimension-scaled lengthscale prior, LogNormal(-4, 1)
+        # noise prior), with their floors enforced for Adam.
+        covar_module = _enforce_floor(
+            get_covar_module_with_dim_scaled_prior(ard_num_dims=train_X.shape[-1]),
+            "lengthscale",
+        ).to(train_X)
+        likelihood = get_gaussian_likelihood_with_lognormal_prior()
+        _enforce_floor(likelihood.noise_covar, "noise")
+        likelihood = likelihood.to(train_X)
         if inducing_point_allocator is None:
             inducing_point_allocator = (
                 GreedyVarianceReduction()
@@ -223,7 +231,7 @@ class EULBOModel(SingleTaskVariationalGP):
             super().__init__(
                 train_X,
                 Y_std,
-                likelihood=_adam_likelihood().to(train_X),
+                likelihood=likelihood,
                 covar_module=covar_module,
                 inducing_points=Z,
                 learn_inducing_points=True,
@@ -622,36 +630,21 @@ class _OneShotSoftKG(AcquisitionFunction):
         return self.model.soft_kg_log_utility(X, self.base_samples)
 
 
-def _adam_covar_module(d: int) -> RBFKernel:
-    r"""BoTorch's default covariance (ARD RBF, dimension-scaled log-normal
-    lengthscale prior [Hvarfner2024vanilla], lengthscales above 0.025), with the
-    floor enforced by GPyTorch's softplus transform.
+def _enforce_floor(module: torch.nn.Module, name: str) -> torch.nn.Module:
+    r"""Swap the untransformed ``GreaterThan`` floor of ``raw_{name}`` for the
+    same floor enforced by GPyTorch's softplus transform, keeping the value.
 
-    BoTorch's own version leaves the floor untransformed (``transform=None``):
-    ``fit_gpytorch_mll`` keeps it by L-BFGS-B bounds, but minibatch Adam (the
-    ELBO and EULBO fits) would step straight through it, in lengthscale units.
+    BoTorch's default likelihood and covariance leave their floors untransformed
+    (``transform=None``): ``fit_gpytorch_mll`` keeps them with L-BFGS-B bounds,
+    but minibatch Adam (the ELBO and EULBO fits) steps straight through them, in
+    the parameter's own units. Untransformed, the noise ended at 0.3-0.9 on
+    noise-free standardized data.
     """
-    prior = LogNormalPrior(loc=math.sqrt(2) + 0.5 * math.log(d), scale=math.sqrt(3))
-    return RBFKernel(
-        ard_num_dims=d,
-        lengthscale_prior=prior,
-        lengthscale_constraint=GreaterThan(2.5e-2, initial_value=prior.mode),
-    )
-
-
-def _adam_likelihood() -> GaussianLikelihood:
-    r"""BoTorch's default likelihood (LogNormal(-4, 1) noise prior, noise above
-    1e-4) with the floor enforced by the softplus transform, for the same reason
-    as ``_adam_covar_module``: untransformed, Adam moved the noise variance in
-    steps of ``lr`` in its own units and the SVGP fits ended with noise 0.3-0.9
-    on noise-free standardized data."""
-    prior = LogNormalPrior(loc=-4.0, scale=1.0)
-    return GaussianLikelihood(
-        noise_prior=prior,
-        noise_constraint=GreaterThan(
-            MIN_INFERRED_NOISE_LEVEL, initial_value=prior.mode
-        ),
-    )
+    value = getattr(module, name).detach().clone()
+    lower = getattr(module, f"raw_{name}_constraint").lower_bound
+    module.register_constraint(f"raw_{name}", GreaterThan(lower), replace=True)
+    module.initialize(**{name: value})
+    return module
 
 
 def _check_data(train_X: Tensor, train_Y: Tensor) -> None:

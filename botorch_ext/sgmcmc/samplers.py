@@ -221,6 +221,11 @@ def _run(
         if time_budget is not None and time.perf_counter() - start >= time_budget:
             break
         new_theta, n_grad = step(theta, batches)
+        if new_theta.shape != theta.shape:
+            raise ValueError(
+                f"`gradient` must return a tensor shaped like theta "
+                f"{tuple(theta.shape)}, got {tuple(new_theta.shape)}."
+            )
         steps += 1
         grads += n_grad
         if not bool(torch.isfinite(new_theta).all()):

@@ -213,6 +213,9 @@ class TestSGLD(BotorchTestCase):
             sgld(g, torch.tensor([math.nan, 0.0]), 0.1, 1, 1, num_steps=1)
         with self.assertRaisesRegex(ValueError, "theta"):
             sgld(g, SamplerState(theta=torch.zeros(0)), 0.1, 1, 1, num_steps=1)
+        # A gradient of the wrong shape would broadcast silently.
+        with self.assertRaisesRegex(ValueError, "`gradient` must return"):
+            sgld(lambda t, i=None: torch.zeros(1, 2), t, 0.1, 1, 1, num_steps=1)
 
 
 class TestSGHMC(BotorchTestCase):
