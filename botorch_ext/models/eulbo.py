@@ -1,6 +1,7 @@
 r"""Approximation-aware SVGP: joint acquisition and variational fitting by the EULBO.
 
-Data path of one EULBO step: warm start (ELBO fit, ``optimize_acqf`` on the
+Data path of one EULBO step: the state ``w`` carried from the previous BO step
+(``carry_over``) -> ELBO fit to convergence -> warm start (``optimize_acqf`` on the
 matching acquisition) -> alternate w-step (SVGP parameters: minibatch ELBO plus
 expected log utility) and x-step (expected log utility) -> project ``x`` onto the
 bounds -> return the candidates.
@@ -11,6 +12,9 @@ References
     N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
     Approximation-Aware Bayesian
     Optimization. NeurIPS 2024.
+.. [Titsias2009]
+    M. Titsias. Variational Learning of Inducing Variables in Sparse Gaussian
+    Processes. AISTATS 2009.
 .. [Moss2023ipa]
     H. B. Moss, S. W. Ober and V. Picheny. Inducing Point Allocation for Sparse
     Gaussian Processes in High-Throughput Bayesian Optimisation. AISTATS 2023.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -28,7 +33,8 @@ from botorch.acquisition import AcquisitionFunction, qLogExpectedImprovement
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.models import SingleTaskVariationalGP
 from botorch.models.model import Model
-from botorch.models.transforms.outcome import Standardize
+from botorch.models.transforms.input import InputTransform
+from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.models.utils.gpytorch_modules import (
     get_covar_module_with_dim_scaled_prior,
     get_gaussian_likelihood_with_lognormal_prior,
@@ -43,6 +49,7 @@ from botorch.utils.safe_math import log_softplus
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.constraints import GreaterThan
 from gpytorch.mlls import VariationalELBO
+from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from botorch_ext.models.utilities import (
@@ -54,12 +61,40 @@ from botorch_ext.validation import check_positive, check_positive_int
 
 UTILITIES = ("ei", "kg")
 ALTERNATIONS = ("step", "epoch")
+CONVERGENCE_RULES = ("steps", "epochs")
 
 
 @dataclass(frozen=True)
 class EULBOOptions:
     r"""Optimizer settings of ``fit_elbo`` and ``optimize_eulbo`` ([Maus2024eulbo],
-    Table 1 defaults).
+    Table 1 step sizes, minibatch size, clipping and ``optimize_acqf`` budget).
+
+    Two stopping rules are available:
+
+    * ``convergence="steps"`` (the default): the fit runs in rounds of
+      ``check_every`` minibatch steps. After each round the objective is
+      evaluated on a fixed random check set of at most ``check_size`` training
+      points (the same points all fit long, so the value is a deterministic
+      function of the parameters and not minibatch noise), and the fit stops
+      once ``patience`` rounds in a row improved the per-datum objective by less
+      than ``tol`` nats, or after ``max_steps`` steps. Its cost per BO step is
+      bounded independently of ``n`` (at most ``max_steps`` minibatches and
+      ``max_steps / check_every`` check evaluations of ``check_size`` points).
+    * ``convergence="epochs"``: the paper's rule (Appendix A): stop after
+      ``patience`` epochs without improvement of the epoch's mean objective, or
+      after ``max_epochs`` epochs. ``EULBOOptions.table1()`` is this rule with
+      Table 1's values (30 epochs, patience 3).
+
+    Why ``"steps"`` is the default: on Hartmann6 at ``n = 100-200`` the Table-1
+    rule stops after at most 30 epochs of 4-7 minibatches, which did not converge:
+    a fresh fit ended with noise variance 0.4-0.6 on noise-free standardized
+    data and lengthscales about twice those of an exact GP, and the BO loop
+    stalled (``benchmarks/README.md``, section 7). A sweep of epochs also makes
+    the cost of one BO step grow with ``n``.
+
+    Example:
+        >>> opts = EULBOOptions(max_steps=500)
+        >>> paper = EULBOOptions.table1()
 
     Args:
         lr_w: Adam step size of the SVGP parameters (variational parameters,
@@ -68,9 +103,14 @@ class EULBOOptions:
         batch_size: Minibatch size of the ELBO term; the data are reshuffled
             every epoch.
         grad_clip: Gradient-norm clipping threshold (per block).
-        max_epochs: Maximum number of epochs.
-        patience: Stop after this many epochs without improvement of the
-            epoch's mean objective.
+        convergence: ``"steps"`` or ``"epochs"``, see above.
+        max_steps: Step budget of one fit (``"steps"``).
+        check_every: Minibatch steps per round (``"steps"``).
+        check_size: Size of the fixed check set (``"steps"``).
+        tol: Smallest per-datum improvement (nats) that counts as progress.
+        patience: Rounds (``"steps"``) or epochs (``"epochs"``) without progress
+            before stopping.
+        max_epochs: Epoch budget of one fit (``"epochs"``).
         num_restarts: ``optimize_acqf`` restarts of the warm start.
         raw_samples: ``optimize_acqf`` raw samples of the warm start.
         num_mc_samples: Fixed base samples of the q-batch utility (``q > 1``).
@@ -84,20 +124,45 @@ class EULBOOptions:
     lr_x: float = 0.001
     batch_size: int = 32
     grad_clip: float = 2.0
+    convergence: str = "steps"
+    max_steps: int = 1000
+    check_every: int = 25
+    check_size: int = 1024
+    tol: float = 1e-3
+    patience: int = 4
     max_epochs: int = 30
-    patience: int = 3
     num_restarts: int = 10
     raw_samples: int = 256
     num_mc_samples: int = 64
     num_fantasies: int = 32
     num_quadrature_points: int = DEFAULT_NUM_QUADRATURE_POINTS
 
+    @classmethod
+    def table1(cls, **overrides) -> EULBOOptions:
+        r"""The paper's Table 1: the epoch rule with 30 epochs and patience 3.
+
+        Args:
+            overrides: Any other field, e.g. ``num_restarts``.
+        """
+        settings = {"convergence": "epochs", "max_epochs": 30, "patience": 3}
+        settings["tol"] = 0.0
+        return cls(**(settings | overrides))
+
     def validate(self) -> None:
         r"""Raise ``ValueError`` naming the first bad setting."""
+        if self.convergence not in CONVERGENCE_RULES:
+            raise ValueError(
+                f"`convergence` must be one of {CONVERGENCE_RULES}, got "
+                f"{self.convergence!r}."
+            )
         for name in ("lr_w", "lr_x", "grad_clip"):
             check_positive(name, getattr(self, name))
+        check_positive("tol", self.tol, allow_zero=True)
         for name in (
             "batch_size",
+            "max_steps",
+            "check_every",
+            "check_size",
             "max_epochs",
             "patience",
             "num_restarts",
@@ -107,6 +172,22 @@ class EULBOOptions:
             "num_quadrature_points",
         ):
             check_positive_int(name, getattr(self, name))
+
+
+class _StoppingRule:
+    r"""Stop after ``patience`` rounds without an improvement larger than ``tol``."""
+
+    def __init__(self, patience: int, tol: float) -> None:
+        self.patience, self.tol = patience, tol
+        self.best, self.stale = -math.inf, 0
+
+    def update(self, value: float) -> bool:
+        r"""Record a round's value; return True when the fit should stop."""
+        if value > self.best + self.tol or self.best == -math.inf:
+            self.best, self.stale = max(value, self.best), 0
+        else:
+            self.stale += 1
+        return self.stale >= self.patience
 
 
 class EULBOModel(SingleTaskVariationalGP):
@@ -131,14 +212,30 @@ class EULBOModel(SingleTaskVariationalGP):
     The model is BoTorch's ``SingleTaskVariationalGP`` (Cholesky variational
     distribution, learned inducing points, BoTorch's default kernel and
     likelihood). Outcomes are standardized once, on the whole data set, before
-    minibatch training, and ``posterior`` reports the original scale; the
-    utility works on the standardized scale (``y*`` is the best standardized
-    training outcome, the softplus temperature 1 standardized unit). Inducing
-    points are initialized by BoTorch's ``GreedyImprovementReduction``
-    [Moss2023ipa] (the paper's choice) when a model from the previous BO step is
-    given, and by ``GreedyVarianceReduction`` otherwise; if the allocator returns
-    fewer than ``num_inducing_points`` points (nearly duplicate inputs), the rest
-    are filled with Sobol points in the data's bounding box.
+    minibatch training (or transformed by a given ``outcome_transform``), and
+    ``posterior`` reports the original scale; the utility works on the
+    transformed scale (``y*`` is the best transformed training outcome, the
+    softplus temperature 1 unit).
+
+    **State across BO steps.** Algorithm 1 of [Maus2024eulbo] starts each BO
+    step from the previous step's ``w`` (Appendix A: "for t > 0 we use w from
+    the previous BO step as the initialization"). ``model.carry_over(X, Y)``
+    (or ``previous_model=model``) builds the next step's model that way: the
+    inducing points, ``q(u)`` and the hyperparameters are copied, and the new
+    data enter through the ELBO. Because the outcomes are re-standardized on the
+    grown data set, the carried constant mean, ``q(u)`` and noise are mapped
+    onto the new standardized scale. The first model (no previous one), or one
+    whose inducing points are re-allocated (``carry_state=False``, or a previous
+    model with a different number of inducing points), starts ``q(u)`` at its
+    closed-form optimum for the current hyperparameters and inducing points
+    (``set_optimal_variational_distribution``), not at the prior: a ``q(u)``
+    at the prior explains the data as noise and the fit then inflates the noise.
+    Re-allocated inducing points come from BoTorch's
+    ``GreedyImprovementReduction`` [Moss2023ipa] given a previous model, and
+    from ``GreedyVarianceReduction`` otherwise (the paper's DPP-based choice at
+    ``t = 0``); if the allocator returns fewer than ``num_inducing_points``
+    points (nearly duplicate inputs), the rest are filled with Sobol points in
+    the data's bounding box.
 
     Two choices where the paper and its authors' code differ are explicit:
 
@@ -148,14 +245,16 @@ class EULBOModel(SingleTaskVariationalGP):
       code), so the utility weighs as much as the whole data set.
       ``utility_weight`` multiplies the utility term in either case.
     * ``alternation``: ``"step"`` alternates one w-step and one x-step per
-      minibatch (Algorithm 1); ``"epoch"`` takes a full epoch of w-steps, then
-      one x-step.
+      minibatch (Algorithm 1); ``"epoch"`` takes a full epoch (or round) of
+      w-steps, then one x-step.
 
     Example:
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
         >>> model.fit_elbo()
         >>> candidates, value = model.optimize_eulbo(bounds, q=1, utility="ei")
         >>> acqf = qLogNoisyExpectedImprovement(model, X_baseline=train_X)
+        >>> # next BO step: carry w over, then fit and propose again
+        >>> model = model.carry_over(train_X_new, train_Y_new)
     """
 
     def __init__(
@@ -169,6 +268,9 @@ class EULBOModel(SingleTaskVariationalGP):
         utility_weight: float = 1.0,
         alternation: str = "step",
         options: EULBOOptions | None = None,
+        carry_state: bool = True,
+        outcome_transform: OutcomeTransform | None = None,
+        input_transform: InputTransform | None = None,
     ) -> None:
         r"""An SVGP with EULBO-based acquisition.
 
@@ -176,13 +278,26 @@ class EULBOModel(SingleTaskVariationalGP):
             train_X: ``n x d`` training inputs (finite).
             train_Y: ``n x 1`` training outcomes (finite, maximization).
             num_inducing_points: ``m``; at most ``n`` are used. The paper used 100.
-            previous_model: The model of the previous BO step, for
+            previous_model: The model of the previous BO step. An
+                ``EULBOModel`` with the same number of inducing points hands
+                over its state (``carry_state``); otherwise it drives
                 ``GreedyImprovementReduction``.
-            inducing_point_allocator: Overrides the default allocator.
+            inducing_point_allocator: Overrides the default allocator (used
+                when the inducing points are allocated, not carried).
             elbo_scale: ``"sum"`` (eq. 8) or ``"mean"`` (per datum, GPyTorch).
             utility_weight: Weight of the expected log utility in the EULBO.
             alternation: ``"step"`` (Algorithm 1) or ``"epoch"``.
-            options: Optimizer settings; defaults from the paper's Table 1.
+            options: Optimizer settings, see ``EULBOOptions``.
+            carry_state: Start from ``previous_model``'s inducing points,
+                ``q(u)`` and hyperparameters (Algorithm 1). If False, only its
+                hyperparameters are kept and the inducing points re-allocated.
+            outcome_transform: Applied once to ``train_Y`` (trained on the whole
+                data set, then frozen) and undone by ``posterior``; a
+                ``Standardize(m=1)`` if omitted. Ax passes one to every model.
+            input_transform: Applied to every input (training data, inducing
+                point allocation, candidates); it is used in eval mode so that
+                minibatches cannot re-learn it (pass fixed bounds to
+                ``Normalize``, as Ax does).
         """
         _check_data(train_X, train_Y)
         check_positive_int("num_inducing_points", num_inducing_points)
@@ -195,9 +310,21 @@ class EULBOModel(SingleTaskVariationalGP):
             raise ValueError(
                 f"`alternation` must be one of {ALTERNATIONS}, got {alternation!r}."
             )
+        if previous_model is not None and not isinstance(previous_model, Model):
+            raise ValueError(
+                "`previous_model` must be a BoTorch model, got "
+                f"{type(previous_model).__name__}."
+            )
         options = options or EULBOOptions()
         options.validate()
-        outcome_transform = Standardize(m=1)
+        if input_transform is not None:
+            input_transform.eval()
+            with torch.no_grad():
+                model_X = input_transform(train_X)
+        else:
+            model_X = train_X
+        if outcome_transform is None:
+            outcome_transform = Standardize(m=1)
         outcome_transform.train()
         Y_std, _ = outcome_transform(train_Y)
         outcome_transform.eval()
@@ -210,26 +337,45 @@ class EULBOModel(SingleTaskVariationalGP):
         likelihood = get_gaussian_likelihood_with_lognormal_prior()
         _enforce_floor(likelihood.noise_covar, "noise")
         likelihood = likelihood.to(train_X)
-        if inducing_point_allocator is None:
-            inducing_point_allocator = (
-                GreedyVarianceReduction()
-                if previous_model is None
-                else GreedyImprovementReduction(previous_model, maximize=True)
-            )
         m = min(num_inducing_points, train_X.shape[-2])
-        Z = inducing_point_allocator.allocate_inducing_points(
-            inputs=train_X,
-            covar_module=covar_module,
-            num_inducing=m,
-            input_batch_shape=torch.Size([]),
+        carried = (
+            carry_state
+            and isinstance(previous_model, EULBOModel)
+            and previous_model.num_inducing_points == m
         )
-        Z = _fill_inducing_points(Z, train_X, m)
+        if isinstance(previous_model, EULBOModel):
+            if previous_model.train_X_full.shape[-1] != model_X.shape[-1]:
+                raise ValueError(
+                    "`previous_model` was fitted on "
+                    f"{previous_model.train_X_full.shape[-1]}-dimensional inputs, "
+                    f"`train_X` has {model_X.shape[-1]}."
+                )
+            # Its hyperparameters start the allocation and the fit in any case.
+            covar_module.load_state_dict(previous_model.model.covar_module.state_dict())
+            likelihood.load_state_dict(previous_model.likelihood.state_dict())
+        if carried:
+            Z = previous_model.model.variational_strategy.inducing_points.detach()
+            Z = Z.clone().to(model_X)
+        else:
+            if inducing_point_allocator is None:
+                inducing_point_allocator = (
+                    GreedyVarianceReduction()
+                    if previous_model is None
+                    else GreedyImprovementReduction(previous_model, maximize=True)
+                )
+            Z = inducing_point_allocator.allocate_inducing_points(
+                inputs=model_X,
+                covar_module=covar_module,
+                num_inducing=m,
+                input_batch_shape=torch.Size([]),
+            )
+            Z = _fill_inducing_points(Z, model_X, m)
         with warnings.catch_warnings():
             # The allocator warning is about fixed inducing points; ours are
             # initialized by the allocator above and then learned, as intended.
             warnings.simplefilter("ignore", UserWarning)
             super().__init__(
-                train_X,
+                model_X,
                 Y_std,
                 likelihood=likelihood,
                 covar_module=covar_module,
@@ -237,13 +383,129 @@ class EULBOModel(SingleTaskVariationalGP):
                 learn_inducing_points=True,
             )
         self.outcome_transform = outcome_transform
-        self.train_X_full = train_X
+        if input_transform is not None:
+            self.input_transform = input_transform
+        self.train_X_full = model_X
         self.train_Y_std = Y_std
+        self.num_inducing_points = m
         self.elbo_scale = elbo_scale
         self.utility_weight = float(utility_weight)
         self.alternation = alternation
         self.options = options
+        self.carried_state = carried
+        self.last_fit: dict = {}
+        self.last_optimization: dict = {}
         self.to(train_X)
+        if carried:
+            self.model.load_state_dict(previous_model.model.state_dict())
+            self._rescale_carried_state(previous_model)
+        else:
+            self.set_optimal_variational_distribution()
+
+    def carry_over(self, train_X: Tensor, train_Y: Tensor) -> EULBOModel:
+        r"""The model of the next BO step: new data, this model's ``w`` as start.
+
+        Algorithm 1 of [Maus2024eulbo] initializes the SVGP parameters of BO step
+        ``t + 1`` with those of step ``t``; this returns an unfitted
+        ``EULBOModel`` on ``(train_X, train_Y)`` (normally this model's data
+        plus the new observations) with the same settings and this model's
+        inducing points, ``q(u)`` and hyperparameters. Fit it with ``fit_elbo``
+        or ``optimize_eulbo``.
+
+        Example:
+            >>> model = model.carry_over(torch.cat([X, X_new]), torch.cat([Y, Y_new]))
+            >>> candidates, _ = model.optimize_eulbo(bounds)
+
+        Args:
+            train_X: ``n' x d`` training inputs of the next step.
+            train_Y: ``n' x 1`` training outcomes of the next step.
+
+        Returns:
+            The new model.
+        """
+        outcome_transform = None
+        if not isinstance(self.outcome_transform, Standardize):
+            outcome_transform = copy.deepcopy(self.outcome_transform)
+        input_transform = getattr(self, "input_transform", None)
+        return EULBOModel(
+            train_X,
+            train_Y,
+            num_inducing_points=self.num_inducing_points,
+            previous_model=self,
+            elbo_scale=self.elbo_scale,
+            utility_weight=self.utility_weight,
+            alternation=self.alternation,
+            options=self.options,
+            outcome_transform=outcome_transform,
+            input_transform=copy.deepcopy(input_transform),
+        )
+
+    def _rescale_carried_state(self, previous: EULBOModel) -> None:
+        r"""Map a carried ``q(u)``, constant mean and noise onto the new scale.
+
+        With standardizations ``(mu, s)`` before and ``(mu', s')`` after the new
+        data arrived, a latent value ``f`` of the old scale is
+        ``a f + b`` on the new one, ``a = s / s'`` and ``b = (mu - mu') / s'``:
+        the constant mean becomes ``a c + b``, the whitened variational mean and
+        Cholesky factor scale by ``a`` and the noise variance by ``a^2``. (The
+        kernel has no outputscale, so the prior part of the predictive variance
+        keeps its scale; ``a`` is close to one from one BO step to the next.)
+        """
+        old, new = previous.outcome_transform, self.outcome_transform
+        if not (isinstance(old, Standardize) and isinstance(new, Standardize)):
+            return
+        a = (old.stdvs / new.stdvs).squeeze().to(self.train_Y_std)
+        b = ((old.means - new.means) / new.stdvs).squeeze().to(self.train_Y_std)
+        dist = self.model.variational_strategy._variational_distribution
+        with torch.no_grad():
+            dist.variational_mean.mul_(a)
+            dist.chol_variational_covar.mul_(a)
+            mean_module = self.model.mean_module
+            mean_module.constant.copy_(a * mean_module.constant + b)
+            floor = self.likelihood.noise_covar.raw_noise_constraint.lower_bound
+            noise = (self.likelihood.noise * a**2).clamp_min(1.01 * floor)
+            self.likelihood.noise = noise
+        self.model.variational_strategy._clear_cache()
+
+    def set_optimal_variational_distribution(self) -> None:
+        r"""Set ``q(u)`` to its ELBO optimum at the current ``Z`` and hyperparameters.
+
+        With a Gaussian likelihood the optimal ``q(u)`` of the (uncollapsed)
+        SVGP ELBO is available in closed form [Titsias2009]. In the whitened
+        parameterization ``u = mu_Z + L v`` (``L L^T = K_ZZ`` with GPyTorch's
+        jitter) the ELBO's data term is a Bayesian linear regression of
+        ``y - mu_X`` on the features ``Phi = L^{-1} K_ZX`` with prior
+        ``v ~ N(0, I)`` and noise variance ``s2``, so
+
+            S = (I + Phi Phi^T / s2)^{-1},    m = S Phi (y - mu_X) / s2,
+
+        which is where the ELBO's gradient in ``(m, S)`` vanishes. Costs
+        ``O(n m^2)``.
+
+        Example:
+            >>> model.set_optimal_variational_distribution()
+        """
+        strategy = self.model.variational_strategy
+        X, y = self.train_X_full, self.train_Y_std.squeeze(-1)
+        with torch.no_grad():
+            Z = strategy.inducing_points
+            Kzz = self.model.covar_module(Z).add_jitter(strategy.jitter_val)
+            L = psd_safe_cholesky(Kzz.to_dense())
+            Kzx = self.model.covar_module(Z, X).to_dense()
+            phi = torch.linalg.solve_triangular(L, Kzx, upper=False)
+            residual = y - self.model.mean_module(X)
+            noise = self.likelihood.noise.squeeze(-1)
+            eye = torch.eye(phi.shape[-2], dtype=phi.dtype, device=phi.device)
+            A = eye + phi @ phi.mT / noise
+            L_A = psd_safe_cholesky(A)
+            S = torch.cholesky_inverse(L_A)
+            mean = S @ (phi @ residual) / noise
+            chol_S = psd_safe_cholesky(S)
+            dist = strategy._variational_distribution
+            dist.variational_mean.copy_(mean)
+            dist.chol_variational_covar.copy_(chol_S)
+            strategy.variational_params_initialized.fill_(1)
+        strategy._clear_cache()
 
     def load_state_dict(self, state_dict, strict: bool = True, **kwargs):
         r"""Load parameters and buffers (the outcome standardization included).
@@ -254,6 +516,19 @@ class EULBOModel(SingleTaskVariationalGP):
         """
         return torch.nn.Module.load_state_dict(self, state_dict, strict=strict)
 
+    def _to_model_space(self, X: Tensor) -> Tensor:
+        r"""Apply the input transform (in eval mode: minibatches must not re-learn
+        it)."""
+        transform = getattr(self, "input_transform", None)
+        if transform is None:
+            return X
+        was_training = transform.training
+        transform.eval()
+        try:
+            return transform(X)
+        finally:
+            transform.train(was_training)
+
     # ------------------------------------------------------------------ fitting
     def _elbo(self, X: Tensor, Y: Tensor) -> Tensor:
         n = self.train_X_full.shape[-2]
@@ -261,54 +536,112 @@ class EULBOModel(SingleTaskVariationalGP):
         per_datum = mll(self.model(X), Y.squeeze(-1))
         return per_datum * n if self.elbo_scale == "sum" else per_datum
 
+    def _per_datum(self, value: float) -> float:
+        return (
+            value / self.train_X_full.shape[-2] if self.elbo_scale == "sum" else value
+        )
+
     def _minibatches(self, generator: torch.Generator) -> list[Tensor]:
         n = self.train_X_full.shape[-2]
         perm = torch.randperm(n, generator=generator)
         return list(perm.split(self.options.batch_size))
 
+    def _minibatch_stream(self, generator: torch.Generator) -> Iterator[Tensor]:
+        r"""Reshuffled minibatches, epoch after epoch (Appendix A)."""
+        while True:
+            yield from self._minibatches(generator)
+
+    def _check_set(self, generator: torch.Generator) -> Tensor:
+        n = self.train_X_full.shape[-2]
+        if n <= self.options.check_size:
+            return torch.arange(n)
+        return torch.randperm(n, generator=generator)[: self.options.check_size]
+
+    def _check_elbo(self, idx: Tensor) -> Tensor:
+        r"""The ELBO (on ``elbo_scale``) estimated on the fixed check set."""
+        with torch.no_grad():
+            return self._elbo(self.train_X_full[idx], self.train_Y_std[idx])
+
     def _w_parameters(self) -> list[Tensor]:
         return [p for p in self.parameters() if p.requires_grad]
 
+    def _w_step(self, opt, params, idx: Tensor, extra=None) -> bool:
+        r"""One Adam step on the minibatch ELBO (plus ``extra()``); False if the
+        loss is not finite."""
+        opt.zero_grad()
+        objective = self._elbo(self.train_X_full[idx], self.train_Y_std[idx])
+        if extra is not None:
+            objective = objective + extra()
+        loss = -objective
+        if not torch.isfinite(loss):
+            return False
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, self.options.grad_clip)
+        opt.step()
+        self._last_step_value = -loss.item()
+        return True
+
     def fit_elbo(self, seed: int = 0) -> float:
-        r"""Fit the SVGP by its ELBO: minibatch Adam, clipping, early stopping.
+        r"""Fit the SVGP by its ELBO: minibatch Adam, clipping, a stopping rule.
 
         Adam with step size ``options.lr_w``, minibatches of
         ``options.batch_size`` reshuffled every epoch, gradient norm clipped at
-        ``options.grad_clip``; stops after ``options.patience`` epochs without
-        improvement of the epoch's mean ELBO or after ``options.max_epochs``.
+        ``options.grad_clip``, from the current state (a carried-over ``w`` or
+        the closed-form ``q(u)``); stops by ``options.convergence`` (see
+        ``EULBOOptions``). ``self.last_fit`` records the number of steps, the
+        final per-datum ELBO and whether the stopping rule (not the budget)
+        ended the fit.
 
         Args:
-            seed: Seed of the minibatch shuffling.
+            seed: Seed of the minibatch shuffling and the check set.
 
         Returns:
-            The final epoch's mean ELBO (on the ``elbo_scale``).
+            The final per-datum ELBO (on the check set for ``"steps"``; the last
+            epoch's mean for ``"epochs"``).
         """
         self.train()
         params = self._w_parameters()
         opt = torch.optim.Adam(params, lr=self.options.lr_w)
         gen = torch.Generator().manual_seed(seed)
-        best, stale, value = -math.inf, 0, -math.inf
-        for _ in range(self.options.max_epochs):
-            total = 0.0
-            for idx in self._minibatches(gen):
-                opt.zero_grad()
-                loss = -self._elbo(self.train_X_full[idx], self.train_Y_std[idx])
-                if not torch.isfinite(loss):
-                    raise RuntimeError("The ELBO became non-finite during fit_elbo.")
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, self.options.grad_clip)
-                opt.step()
-                # Weight by minibatch size: a small last minibatch would
-                # otherwise make the epoch score noisy (and stop early).
-                total -= loss.item() * len(idx)
-            value = total / self.train_X_full.shape[-2]
-            if value > best:
-                best, stale = value, 0
-            else:
-                stale += 1
-                if stale >= self.options.patience:
+        rule = _StoppingRule(self.options.patience, self.options.tol)
+        steps, converged, value = 0, False, -math.inf
+        if self.options.convergence == "epochs":
+            n = self.train_X_full.shape[-2]
+            for _ in range(self.options.max_epochs):
+                total = 0.0
+                for idx in self._minibatches(gen):
+                    if not self._w_step(opt, params, idx):
+                        raise RuntimeError(
+                            "The ELBO became non-finite during fit_elbo."
+                        )
+                    steps += 1
+                    # Weight by minibatch size: a small last minibatch would
+                    # otherwise make the epoch score noisy (and stop early).
+                    total += self._last_step_value * len(idx)
+                value = self._per_datum(total / n)
+                if rule.update(value):
+                    converged = True
+                    break
+        else:
+            check = self._check_set(gen)
+            stream = self._minibatch_stream(gen)
+            value = self._per_datum(self._check_elbo(check).item())
+            rule.update(value)
+            while steps < self.options.max_steps:
+                for _ in range(
+                    min(self.options.check_every, self.options.max_steps - steps)
+                ):
+                    if not self._w_step(opt, params, next(stream)):
+                        raise RuntimeError(
+                            "The ELBO became non-finite during fit_elbo."
+                        )
+                    steps += 1
+                value = self._per_datum(self._check_elbo(check).item())
+                if rule.update(value):
+                    converged = True
                     break
         self.eval()
+        self.last_fit = {"steps": steps, "elbo": value, "converged": converged}
         return value
 
     # -------------------------------------------------------------- utilities
@@ -338,7 +671,8 @@ class EULBOModel(SingleTaskVariationalGP):
             if base_samples is None:
                 raise ValueError("`base_samples` are required for utility='kg'.")
             return self.soft_kg_log_utility(X, base_samples)
-        f = self.model(X)  # latent SVGP marginal, standardized scale
+        # Latent SVGP marginal on the transformed (standardized) scale.
+        f = self.model(self._to_model_space(X))
         best_f = self._best_f()
         if X.shape[-2] == 1:
             return expected_log_soft_improvement(
@@ -392,7 +726,7 @@ class EULBOModel(SingleTaskVariationalGP):
                 f"`X` must hold q + S = {q + S} points for the one-shot KG, got "
                 f"{X.shape[-2]}."
             )
-        f = self.model(X)
+        f = self.model(self._to_model_space(X))
         mean, covar = f.mean, f.lazy_covariance_matrix
         cross = covar[..., q:, :q].to_dense()  # Sigma(x'_i, x_j): b x S x q
         var_x = covar[..., :q, :q].to_dense().diagonal(dim1=-2, dim2=-1)
@@ -458,9 +792,11 @@ class EULBOModel(SingleTaskVariationalGP):
         expected log utility) alternating with x-steps (Adam, ``lr_x``, the
         expected log utility), both clipped at ``grad_clip``, ``x`` projected
         onto ``bounds`` after every step, stopping by the same rule as
-        ``fit_elbo`` on the epoch's mean EULBO. The model is left at the jointly
-        optimized state. A non-finite loss restores the last finite state, falls
-        back to the warm-start candidates and warns.
+        ``fit_elbo`` applied to the EULBO (the ELBO part on the check set for
+        ``"steps"``, on all data for ``"epochs"``). The model is left at the
+        best state seen at the end of a round (the warm start included). A
+        non-finite loss restores the last finite state, falls back to the
+        warm-start candidates and warns.
 
         Args:
             bounds: ``2 x d`` box (e.g. a TuRBO trust region).
@@ -471,7 +807,8 @@ class EULBOModel(SingleTaskVariationalGP):
 
         Returns:
             ``(candidates, value)``: a ``q x d`` tensor inside ``bounds`` and the
-            final full-data EULBO.
+            final EULBO (its ELBO part estimated on the check set, which is all
+            data when ``n <= options.check_size`` or for ``"epochs"``).
         """
         d = self.train_X_full.shape[-1]
         _check_bounds(bounds, d)
@@ -498,14 +835,29 @@ class EULBOModel(SingleTaskVariationalGP):
         w_params = self._w_parameters()
         opt_w = torch.optim.Adam(w_params, lr=self.options.lr_w)
         opt_x = torch.optim.Adam([x], lr=self.options.lr_x)
-        with torch.no_grad():
-            warm_value = self.eulbo(x0, base_samples, utility).item()
-        # The returned state is the best full-data EULBO seen at an epoch's end,
-        # starting from the warm start: minibatch Adam is not monotone.
+        epochs = self.options.convergence == "epochs"
+        check = None if epochs else self._check_set(gen)
+
+        def criterion(X: Tensor) -> float:
+            with torch.no_grad():
+                if check is None:
+                    return self.eulbo(X, base_samples, utility).item()
+                self.train()
+                elbo = self._check_elbo(check)
+                util = self.expected_log_utility(X.unsqueeze(0), base_samples, utility)
+                return (elbo + self.utility_weight * util.squeeze(0)).item()
+
+        warm_value = criterion(x0)
+        warm_utility = self._utility_value(x0, base_samples, utility)
+        # The returned state is the best EULBO seen at a round's end, starting
+        # from the warm start: minibatch Adam is not monotone.
         best_state = copy.deepcopy(self.state_dict())
-        best_x, best_value, stale = x0.clone(), warm_value, 0
+        best_x, best_value = x0.clone(), warm_value
+        rule = _StoppingRule(self.options.patience, self.options.tol)
+        rule.update(self._per_datum(warm_value))
         diverged = False
         trace = [warm_value]
+        steps = 0
 
         def x_step() -> bool:
             opt_x.zero_grad()
@@ -521,21 +873,36 @@ class EULBOModel(SingleTaskVariationalGP):
                 x.copy_(torch.maximum(torch.minimum(x, bounds[1]), bounds[0]))
             return True
 
+        def utility_term() -> Tensor:
+            util = self.expected_log_utility(
+                x.detach().unsqueeze(0), base_samples, utility
+            )
+            return self.utility_weight * util.sum()
+
+        stream = self._minibatch_stream(gen)
+        n = self.train_X_full.shape[-2]
+        steps_per_round = (
+            math.ceil(n / self.options.batch_size)
+            if epochs
+            else self.options.check_every
+        )
+        max_rounds = (
+            self.options.max_epochs
+            if epochs
+            else math.ceil(self.options.max_steps / self.options.check_every)
+        )
         self.train()
-        for _ in range(self.options.max_epochs):
-            for idx in self._minibatches(gen):
-                opt_w.zero_grad()
-                elbo = self._elbo(self.train_X_full[idx], self.train_Y_std[idx])
-                util = self.expected_log_utility(
-                    x.detach().unsqueeze(0), base_samples, utility
-                )
-                loss_w = -(elbo + self.utility_weight * util.sum())
-                if not torch.isfinite(loss_w):
+        for _ in range(max_rounds):
+            batches = (
+                self._minibatches(gen)
+                if epochs
+                else [next(stream) for _ in range(steps_per_round)]
+            )
+            for idx in batches:
+                if not self._w_step(opt_w, w_params, idx, extra=utility_term):
                     diverged = True
                     break
-                loss_w.backward()
-                torch.nn.utils.clip_grad_norm_(w_params, self.options.grad_clip)
-                opt_w.step()
+                steps += 1
                 if self.alternation == "step" and not x_step():
                     diverged = True
                     break
@@ -543,19 +910,16 @@ class EULBOModel(SingleTaskVariationalGP):
                 diverged = True
             if diverged:
                 break
-            with torch.no_grad():
-                value = self.eulbo(x.detach(), base_samples, utility).item()
+            value = criterion(x.detach())
             trace.append(value)
             if not math.isfinite(value) or not bool(torch.isfinite(x).all()):
                 diverged = True
                 break
             if value > best_value:
                 best_state = copy.deepcopy(self.state_dict())
-                best_x, best_value, stale = x.detach().clone(), value, 0
-            else:
-                stale += 1
-                if stale >= self.options.patience:
-                    break
+                best_x, best_value = x.detach().clone(), value
+            if rule.update(self._per_datum(value)):
+                break
         self.load_state_dict(best_state)
         candidates = best_x
         if diverged:
@@ -569,16 +933,54 @@ class EULBOModel(SingleTaskVariationalGP):
                 stacklevel=2,
             )
         self.eval()
-        with torch.no_grad():
-            value = self.eulbo(candidates, base_samples, utility)
+        value = criterion(candidates)
+        self.eval()
         self.last_optimization = {
             "fantasy_points": candidates[q:] if utility == "kg" else None,
             "warm_start_candidates": x0,
             "warm_start_value": warm_value,
+            "warm_start_utility": warm_utility,
+            "utility": self._utility_value(candidates, base_samples, utility),
             "trace": trace,
+            "steps": steps,
+            "moved": (candidates - x0).norm(dim=-1).max().item(),
             "diverged": diverged,
         }
-        return candidates[:q], value.detach()
+        return candidates[:q], torch.tensor(value, dtype=bounds.dtype)
+
+    def _utility_value(
+        self, X: Tensor, base_samples: Tensor | None, utility: str
+    ) -> float:
+        with torch.no_grad():
+            return self.expected_log_utility(
+                X.unsqueeze(0), base_samples, utility
+            ).item()
+
+    def diagnostics(self) -> dict:
+        r"""The fitted state a BO loop should log at every step.
+
+        Returns:
+            A dict with ``noise`` (the likelihood's noise variance on the
+            transformed scale), ``lengthscales`` (a list), ``elbo`` (the
+            per-datum ELBO at the end of the last ``fit_elbo``), ``fit_steps``,
+            and, after ``optimize_eulbo``, ``utility`` (the expected log utility
+            of the returned candidates), ``warm_start_utility``, ``eulbo_steps``
+            and ``moved`` (the largest distance a candidate moved from its warm
+            start); ``None`` where not available.
+        """
+        opt = self.last_optimization
+        return {
+            "noise": self.likelihood.noise.detach().reshape(-1)[0].item(),
+            "lengthscales": self.model.covar_module.lengthscale.detach()
+            .reshape(-1)
+            .tolist(),
+            "elbo": self.last_fit.get("elbo"),
+            "fit_steps": self.last_fit.get("steps"),
+            "utility": opt.get("utility"),
+            "warm_start_utility": opt.get("warm_start_utility"),
+            "eulbo_steps": opt.get("steps"),
+            "moved": opt.get("moved"),
+        }
 
     def _warm_start(
         self,

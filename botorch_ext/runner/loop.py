@@ -38,7 +38,37 @@ COLUMNS = (
     "seconds",
     "init",
     "outcome_transform",
+    "model_noise",
+    "model_lengthscales",
+    "model_elbo",
+    "model_utility",
+    "model_fit_steps",
 )
+
+#: The model-state columns: the fitted state of the iteration that proposed the
+#: row (empty for the initial design and for model-free methods). ``model_noise``
+#: is the noise variance on the model's (standardized) scale,
+#: ``model_lengthscales`` the ``;``-joined lengthscales, ``model_elbo`` the
+#: per-datum ELBO (SVGP methods), ``model_utility`` the expected log soft
+#: improvement of the proposal under the SVGP ([Maus2024eulbo]'s utility term,
+#: ``q = 1`` for ``elbo-svgp``) and ``model_fit_steps`` the Adam steps of the fit.
+DIAGNOSTIC_COLUMNS = {
+    "model_noise": "noise",
+    "model_lengthscales": "lengthscales",
+    "model_elbo": "elbo",
+    "model_utility": "utility",
+    "model_fit_steps": "fit_steps",
+}
+
+
+def _diagnostic_fields(diagnostics: dict | None) -> dict:
+    out = {}
+    for column, key in DIAGNOSTIC_COLUMNS.items():
+        value = (diagnostics or {}).get(key)
+        if isinstance(value, list | tuple):
+            value = ";".join(f"{v:.4g}" for v in value)
+        out[column] = "" if value is None else value
+    return out
 
 
 @dataclass(frozen=True)
@@ -173,8 +203,9 @@ def run_bo(
     best = float("inf")
     start = time.monotonic()
 
-    def record(X_new: torch.Tensor) -> torch.Tensor:
+    def record(X_new: torch.Tensor, diagnostics: dict | None = None) -> torch.Tensor:
         nonlocal best
+        extra = _diagnostic_fields(diagnostics)
         values = problem(X_new)
         seconds = time.monotonic() - start  # one timestamp per batch
         for v in values.tolist():
@@ -191,6 +222,7 @@ def run_bo(
                 "seconds": seconds,
                 "init": config.init,
                 "outcome_transform": config.options.outcome_transform,
+                **extra,
             }
             rows.append(row)
             if on_row is not None:
@@ -203,6 +235,7 @@ def run_bo(
         q = min(config.q, config.budget - len(rows))
         candidates = method(X, Y, bounds, q, config.seed, config.options)
         candidates = candidates.clamp(0.0, 1.0).to(X)
-        Y = torch.cat([Y, -record(candidates).unsqueeze(-1)])
+        diagnostics = getattr(method, "diagnostics", None)
+        Y = torch.cat([Y, -record(candidates, diagnostics).unsqueeze(-1)])
         X = torch.cat([X, candidates])
     return rows

@@ -339,9 +339,35 @@ def _acquisition_method(
             candidates, _ = optimize_acqf(
                 acqf, bounds=bounds, q=q, num_restarts=options.num_restarts, **kwargs
             )
+        method.diagnostics = gp_diagnostics(model)
         return candidates.detach()
 
+    method.diagnostics = {}
     return method
+
+
+def gp_diagnostics(model) -> dict:
+    r"""The fitted noise variance and lengthscales of a (batched) exact GP.
+
+    Averages over a batch of hyperparameter draws (fully Bayesian models); kernels
+    without a ``lengthscale`` (e.g. BOCK's) report none.
+
+    Args:
+        model: A fitted ``SingleTaskGP``.
+
+    Returns:
+        ``{"noise": float, "lengthscales": list or None}``.
+    """
+    with torch.no_grad():
+        noise = model.likelihood.noise.mean().item()
+        lengthscales = None
+        for module in model.covar_module.modules():
+            value = getattr(module, "lengthscale", None)
+            if isinstance(value, Tensor):
+                ls = value.reshape(-1, value.shape[-1]).mean(0)
+                lengthscales = ls.tolist()
+                break
+    return {"noise": noise, "lengthscales": lengthscales}
 
 
 class SVGPMethod:
@@ -350,13 +376,17 @@ class SVGPMethod:
 
     A registered object, not a plain function, because these methods carry state
     from one BO iteration to the next: ``new_run()`` returns a fresh callable per
-    run (``run_bo`` asks for one), which keeps the previous iteration's model (its
-    kernel and likelihood hyperparameters start the next fit, and it drives
-    BoTorch's ``GreedyImprovementReduction`` inducing-point allocation, as in the
-    paper) and the ``TurboState``. The variational parameters restart from
-    GPyTorch's initialization every iteration because the inducing points are
-    re-allocated. A collapsed trust region restarts at its initial length (the
-    data are kept).
+    run (``run_bo`` asks for one), which keeps the previous iteration's model and
+    the ``TurboState``. As in Algorithm 1 (Appendix A) of the paper, each
+    iteration's SVGP starts from the previous iteration's ``w`` (inducing
+    points, ``q(u)``, hyperparameters; ``EULBOModel.carry_over``), so the new
+    observations enter through the ELBO; the first iteration's ``q(u)`` starts
+    at its closed-form optimum. Fits stop by ``EULBOOptions``'s default rule
+    (bounded steps, converged on a fixed check set). A collapsed trust region
+    restarts at its initial length (the data and the model state are kept).
+    After each call, ``diagnostics`` holds the fitted noise, lengthscales, ELBO
+    and (for EULBO) the utility term, which the runner writes into every row
+    of the iteration.
 
     Args:
         utility: ``"ei"`` or ``"kg"`` for ``optimize_eulbo``; ``None`` for the
@@ -384,6 +414,7 @@ class _SVGPRun:
         self.previous: EULBOModel | None = None
         self.state: TurboState | None = None
         self.n_seen = 0
+        self.diagnostics: dict = {}
 
     def _trust_region(self, train_X, train_Y, bounds, q, model) -> Tensor:
         if self.state is None:
@@ -406,22 +437,17 @@ class _SVGPRun:
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
         seed_i = _iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
-        eulbo_options = EULBOOptions(
-            num_restarts=options.num_restarts, raw_samples=options.raw_samples
-        )
-        model = EULBOModel(
-            train_X,
-            train_Y,
-            num_inducing_points=options.num_inducing_points,
-            previous_model=self.previous,
-            options=eulbo_options,
-        )
-        if self.previous is not None:
-            for name in ("covar_module", "mean_module"):
-                getattr(model.model, name).load_state_dict(
-                    getattr(self.previous.model, name).state_dict()
-                )
-            model.likelihood.load_state_dict(self.previous.likelihood.state_dict())
+        if self.previous is None:
+            model = EULBOModel(
+                train_X,
+                train_Y,
+                num_inducing_points=options.num_inducing_points,
+                options=EULBOOptions(
+                    num_restarts=options.num_restarts, raw_samples=options.raw_samples
+                ),
+            )
+        else:
+            model = self.previous.carry_over(train_X, train_Y)
         region = bounds
         if self.turbo:
             # The box's lengthscales come from the previous fit (or the prior's
@@ -444,6 +470,13 @@ class _SVGPRun:
                 candidates, _ = model.optimize_eulbo(
                     region, q=q, utility=self.utility, seed=seed_i
                 )
+        self.diagnostics = model.diagnostics()
+        if self.utility is None and q == 1:
+            # The same utility term EULBO maximizes, for comparison in the logs.
+            with torch.no_grad():
+                self.diagnostics["utility"] = model.expected_log_utility(
+                    candidates.detach().unsqueeze(0)
+                ).item()
         self.previous = model
         self.n_seen = train_Y.shape[0]
         self.last_region = region

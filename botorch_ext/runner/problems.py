@@ -16,11 +16,52 @@ BOCK paper [Oh2018bock], defined on ``x`` in ``[-1, 1]^d``:
   centre for every ``d``;
 - Levy: ``z = 10 x``, the standard Levy function, min 0 at ``x = 0.1``.
 
+The EULBO paper [Maus2024eulbo] also runs the 60-D rover trajectory problem of
+[Wang2018ebo] "with the same obstacle set up as in Maus et al. (2023)"
+[Maus2023robot]. That set-up is not the original one, and ``rover`` follows it:
+
+- rover: minimize ``-reward``; ``optimal_value`` is the lower bound ``-5 + 0.05
+  |goal - start|_2 = -4.936360``, not attained (the straight path is blocked); the
+  shortest collision-free path would give -4.935619 and the reference ``optimizer``
+  gives -4.935567 (best known); uniformly random points score about 30 to 130 (1st
+  to 99th percentile, median 78). The 60 inputs are 30 planar *steps* ``(dx_k,
+  dy_k)`` (interleaved ``x = (dx_1, dy_1, ..., dx_30, dy_30)``), each coordinate in
+  ``[-0.5 * 4 / 60, 4 / 60] = [-1/30, 1/15]``. The control points are the start
+  ``(0.05, 0.05)`` and its 30 running sums with the steps (31 points); the
+  trajectory is the cubic interpolating spline through them ("not-a-knot",
+  parametrized by normalized chord length, i.e. FITPACK's ``splprep(k=3, s=0)``),
+  sampled at 1000 equally spaced parameters in ``[0, 1]``. Along the sampled
+  polyline a trapezoidal rule integrates the cost density ``0.05 + 20 * [point in an
+  obstacle]``, and ``100 |end - goal|_1`` is added for missing the goal ``(0.95,
+  0.95)`` (the start is always met); ``reward = 5 - cost``. The obstacles are the
+  half-open squares ``[c - w/2, c + w/2)^2`` of side ``w = 0.08`` centred on the 6 x
+  6 grid ``{0, 0.2, ..., 1}^2`` minus ``(0, 0)`` and ``(1, 1)`` (34 squares), plus
+  everything outside ``[0, 1)^2``. The side 0.08 is that of the EULBO authors'
+  released code (github.com/nataliemaus/aabo); the ROBOT release of [Maus2023robot]
+  (github.com/nataliemaus/robot) has the same layout with side 0.1
+  (``_ROVER_OBSTACLE_SIDE``). Wang et al.'s original instead takes 30 control points
+  in ``[-0.1, 1.1]^2``, 113 random squares of side 0.05, smoothing splines and ``10
+  |.|_1`` start and goal penalties. Consecutive identical control points are merged
+  (as the reference code does); with fewer than four left the spline degree drops
+  (the reference code raises there).
+
 References
 
 .. [Oh2018bock]
     C. Oh, E. Gavves and M. Welling. BOCK: Bayesian Optimization with Cylindrical
     Kernels. ICML 2018.
+
+.. [Wang2018ebo]
+    Z. Wang, C. Gehring, P. Kohli and S. Jegelka. Batched Large-scale Bayesian
+    Optimization in High-dimensional Spaces. AISTATS 2018.
+
+.. [Maus2023robot]
+    N. Maus, K. Wu, D. Eriksson and J. Gardner. Discovering Many Diverse Solutions
+    with Bayesian Optimization. AISTATS 2023.
+
+.. [Maus2024eulbo]
+    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
 """
 
 from __future__ import annotations
@@ -165,6 +206,186 @@ def _levy(dim: int) -> Problem:
     return Problem("levy", dim, 0.0, optimizer, lambda U: fn(10.0 * (2.0 * U - 1.0)))
 
 
+# The rover set-up of Maus et al. (2023) as released with EULBO; see the module
+# docstring. Every number below is part of the benchmark's definition.
+_ROVER_DIM = 60
+_ROVER_LOWER = -0.5 * 4.0 / _ROVER_DIM  # each step coordinate in [-1/30, 1/15]
+_ROVER_UPPER = 4.0 / _ROVER_DIM
+_ROVER_START = (0.05, 0.05)
+_ROVER_GOAL = (0.95, 0.95)
+_ROVER_OBSTACLE_SIDE = 0.08  # 0.1 in the ROBOT release of the same layout
+_ROVER_COLLISION_COST = 20.0  # cost density inside an obstacle, on top of ...
+_ROVER_LENGTH_COST = 0.05  # ... this density everywhere
+_ROVER_GOAL_WEIGHT = 100.0  # times the L1 distance from the end to the goal
+_ROVER_OFFSET = 5.0  # reward = offset - cost
+_ROVER_SAMPLES = 1000  # spline parameters sampled for the trapezoidal rule
+_ROVER_REF_MARGIN = 0.001  # clearance of the reference path (see below)
+
+
+def _rover_obstacles() -> tuple[Tensor, Tensor]:
+    r"""The ``34 x 2`` lower and upper corners of the square obstacles."""
+    grid = torch.tensor([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], dtype=torch.double)
+    centres = torch.cartesian_prod(grid, grid)[1:-1]  # drop (0, 0) and (1, 1)
+    half = _ROVER_OBSTACLE_SIDE / 2.0
+    return centres - half, centres + half
+
+
+def _rover_control_points(X: Tensor) -> Tensor:
+    r"""Map ``n x 60`` steps to the ``n x 31 x 2`` control points (start first)."""
+    steps = X.reshape(*X.shape[:-1], _ROVER_DIM // 2, 2)
+    start = (
+        torch.tensor(_ROVER_START, dtype=torch.double).to(X).expand(*X.shape[:-1], 1, 2)
+    )
+    return torch.cat([start, steps], dim=-2).cumsum(dim=-2)
+
+
+def _interpolating_spline(P: Tensor, t: Tensor) -> Tensor:
+    r"""Evaluate the cubic interpolating spline through control points.
+
+    The spline interpolates the ``n x m x 2`` points ``P`` at their normalized
+    cumulative chord lengths, with "not-a-knot" end conditions (third derivative
+    continuous at the second and the second-to-last point), which is the curve
+    FITPACK's ``splprep(k=3, s=0)`` fits. Consecutive points must differ. With
+    ``m = 3`` it is the parabola, with ``m = 2`` the segment, with ``m = 1``
+    the point.
+
+    Args:
+        P: ``n x m x 2`` control points.
+        t: ``s`` parameters in ``[0, 1]``.
+
+    Returns:
+        The ``n x s x 2`` points of the curve.
+    """
+    n, m, _ = P.shape
+    if m == 1:
+        return P.expand(n, t.shape[0], 2)
+    h = (P[:, 1:] - P[:, :-1]).norm(dim=-1)  # n x (m - 1) chord lengths
+    u = torch.cat([torch.zeros_like(h[:, :1]), h.cumsum(dim=-1)], dim=-1)
+    u = u / u[:, -1:]
+    h = u[:, 1:] - u[:, :-1]
+    # Second derivatives M at the points: continuity of the first derivative at
+    # the m - 2 interior points, plus two end conditions.
+    A = P.new_zeros(n, m, m)
+    rhs = P.new_zeros(n, m, 2)
+    if m == 2:
+        A[:] = torch.eye(m).to(P)  # M = 0: the segment
+    else:
+        slope = (P[:, 1:] - P[:, :-1]) / h.unsqueeze(-1)
+        i = torch.arange(1, m - 1)
+        A[:, i, i - 1] = h[:, :-1]
+        A[:, i, i] = 2.0 * (h[:, :-1] + h[:, 1:])
+        A[:, i, i + 1] = h[:, 1:]
+        rhs[:, 1:-1] = 6.0 * (slope[:, 1:] - slope[:, :-1])
+        if m == 3:  # no room for not-a-knot: a constant M, the parabola
+            A[:, 0, :2] = torch.tensor([1.0, -1.0]).to(P)
+            A[:, 2, 1:] = torch.tensor([-1.0, 1.0]).to(P)
+        else:  # not-a-knot: M jumps by proportional amounts across u_1, u_{m-2}
+            A[:, 0, 0] = h[:, 1]
+            A[:, 0, 1] = -(h[:, 0] + h[:, 1])
+            A[:, 0, 2] = h[:, 0]
+            A[:, -1, -3] = h[:, -1]
+            A[:, -1, -2] = -(h[:, -2] + h[:, -1])
+            A[:, -1, -1] = h[:, -2]
+    M = torch.linalg.solve(A, rhs)
+    tt = t.to(P).expand(n, -1).contiguous()
+    k = torch.searchsorted(u.contiguous(), tt, right=True) - 1
+    k = k.clamp(0, m - 2)  # t = 1 belongs to the last piece
+
+    def at(V: Tensor, idx: Tensor) -> Tensor:
+        return V.gather(1, idx.unsqueeze(-1).expand(-1, -1, 2))
+
+    hk = h.gather(1, k).unsqueeze(-1)
+    a = (u.gather(1, k + 1) - tt).unsqueeze(-1)  # distance to the right point
+    b = (tt - u.gather(1, k)).unsqueeze(-1)  # distance to the left point
+    M0, M1 = at(M, k), at(M, k + 1)
+    P0, P1 = at(P, k), at(P, k + 1)
+    return (
+        (M0 * a**3 + M1 * b**3) / (6.0 * hk)
+        + (P0 / hk - M0 * hk / 6.0) * a
+        + (P1 / hk - M1 * hk / 6.0) * b
+    )
+
+
+def _rover_trajectory(X: Tensor) -> Tensor:
+    r"""The ``n x 1000 x 2`` sampled trajectory for ``n x 60`` native steps."""
+    P = _rover_control_points(X)
+    t = torch.linspace(0.0, 1.0, _ROVER_SAMPLES, dtype=X.dtype, device=X.device)
+    moves = (P[:, 1:] != P[:, :-1]).any(dim=-1)  # n x 30
+    if bool(moves.all()):
+        return _interpolating_spline(P, t)
+    # A zero step repeats a control point; merge repeats row by row.
+    out = torch.empty(X.shape[0], _ROVER_SAMPLES, 2).to(X)
+    full = moves.all(dim=-1)
+    if bool(full.any()):
+        out[full] = _interpolating_spline(P[full], t)
+    for row in torch.nonzero(~full).flatten().tolist():
+        keep = torch.cat([moves[row].new_ones(1), moves[row]])
+        out[row] = _interpolating_spline(P[row, keep].unsqueeze(0), t)[0]
+    return out
+
+
+def _rover_cost(X: Tensor) -> Tensor:
+    r"""The rover's cost (``5 - reward``) at ``n x 60`` native steps."""
+    Q = _rover_trajectory(X)
+    in_square = ((Q >= 0.0) & (Q < 1.0)).all(dim=-1)
+    hit = ~in_square
+    lower, upper = _rover_obstacles()
+    for lo, hi in zip(lower.to(Q), upper.to(Q), strict=True):
+        hit |= ((Q >= lo) & (Q < hi)).all(dim=-1)
+    density = _ROVER_LENGTH_COST + _ROVER_COLLISION_COST * hit.to(Q)
+    seg = (Q[:, 1:] - Q[:, :-1]).norm(dim=-1)
+    path = (seg * 0.5 * (density[:, 1:] + density[:, :-1])).sum(dim=-1)
+    goal = torch.tensor(_ROVER_GOAL, dtype=torch.double).to(Q)
+    miss = (Q[:, -1] - goal).abs().sum(dim=-1)  # L1; the sign matters
+    return path + _ROVER_GOAL_WEIGHT * miss
+
+
+def _rover_reference_path(margin: float = _ROVER_REF_MARGIN) -> Tensor:
+    r"""60 native steps whose trajectory hugs the shortest collision-free path.
+
+    The shortest path from the start to the goal around the obstacles passes the
+    lower-right corners of the diagonal squares: start, ``(0.2 + w/2, 0.2 -
+    w/2)``, then straight along ``x - y = w`` to ``(0.8 + w/2, 0.8 - w/2)``, then
+    the goal. The control points walk that polyline shifted by ``margin`` to the
+    lower right (the spline is not allowed to clip a corner), in 4 + 22 + 4
+    equal steps, and end exactly on the goal.
+    """
+    half = _ROVER_OBSTACLE_SIDE / 2.0
+    shift = torch.tensor([margin, -margin], dtype=torch.double)
+    a = torch.tensor([0.2 + half, 0.2 - half], dtype=torch.double) + shift
+    b = torch.tensor([0.8 + half, 0.8 - half], dtype=torch.double) + shift
+    start = torch.tensor(_ROVER_START, dtype=torch.double)
+    goal = torch.tensor(_ROVER_GOAL, dtype=torch.double)
+    legs = [(start, a, 4), (a, b, 22), (b, goal, 4)]
+    steps = [((q - p) / k).expand(k, 2) for p, q, k in legs]
+    return torch.cat(steps).reshape(-1)
+
+
+def _rover(dim: int) -> Problem:
+    lower = torch.full((_ROVER_DIM,), _ROVER_LOWER, dtype=torch.double)
+    upper = torch.full((_ROVER_DIM,), _ROVER_UPPER, dtype=torch.double)
+
+    def function(U: Tensor) -> Tensor:
+        batch = U.shape[:-1]
+        X = _to_native(U.reshape(-1, _ROVER_DIM).double(), lower, upper)
+        value = _rover_cost(X) - _ROVER_OFFSET  # = -reward
+        return value.reshape(batch).to(U)
+
+    # Every path meets the start, so by the triangle inequality its length plus
+    # the goal miss is at least |goal - start|_2 (the goal weight is >= 0.05).
+    gap = math.dist(_ROVER_START, _ROVER_GOAL)
+    bound = -_ROVER_OFFSET + _ROVER_LENGTH_COST * gap
+    optimizer = _to_unit(_rover_reference_path(), lower, upper)
+    return Problem(
+        name="rover",
+        dim=_ROVER_DIM,
+        optimal_value=bound,
+        optimizer=optimizer,
+        function=function,
+        domain="[-1/30, 1/15]^60",
+    )
+
+
 @dataclass(frozen=True)
 class _Entry:
     factory: Callable[[int], Problem]
@@ -180,6 +401,7 @@ PROBLEMS: dict[str, _Entry] = {
     "repeated-hartmann6": _Entry(_repeated_hartmann6, 20, 6, False),
     "rosenbrock": _Entry(_rosenbrock, 20, 2, False),
     "levy": _Entry(_levy, 20, 1, False),
+    "rover": _Entry(_rover, 60, 60, True),
 }
 
 

@@ -5,12 +5,20 @@ from unittest import mock
 import torch
 from botorch.acquisition import qLogNoisyExpectedImprovement
 from botorch.exceptions.warnings import OptimizationWarning
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from botorch.models.transforms.input import Normalize
+from botorch.models.transforms.outcome import Standardize
 from botorch.optim import optimize_acqf
 from botorch.utils.testing import BotorchTestCase
+from gpytorch.mlls import ExactMarginalLogLikelihood, VariationalELBO
 
 from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.models.eulbo import _StoppingRule
 
-FAST = EULBOOptions(max_epochs=6, num_restarts=2, raw_samples=32, num_mc_samples=16)
+FAST = EULBOOptions(
+    max_steps=60, check_every=10, num_restarts=2, raw_samples=32, num_mc_samples=16
+)
 
 
 def _data(n=40, d=2, dtype=torch.double, seed=0):
@@ -186,6 +194,207 @@ class TestEULBOModel(BotorchTestCase):
             model.fantasy_means(pts, eps)
 
 
+def _full_elbo(model):
+    mll = VariationalELBO(
+        model.likelihood, model.model, num_data=len(model.train_X_full)
+    )
+    return mll(model.model(model.train_X_full), model.train_Y_std.squeeze(-1))
+
+
+class TestFittingAndCarriedState(BotorchTestCase):
+    def test_closed_form_q_u_is_the_elbo_optimum(self):
+        # At fixed Z and hyperparameters the ELBO's gradient in (m, S) vanishes
+        # at the closed-form q(u), and perturbing it lowers the ELBO.
+        for dtype in (torch.float, torch.double):
+            X, Y = _data(n=50, dtype=dtype)
+            model = EULBOModel(X, Y, num_inducing_points=15)  # closed form at init
+            dist = model.model.variational_strategy._variational_distribution
+            model.train()
+            elbo = _full_elbo(model)
+            g_m, g_L = torch.autograd.grad(
+                elbo, [dist.variational_mean, dist.chol_variational_covar]
+            )
+            tol = 1e-2 if dtype == torch.float else 1e-6
+            self.assertLess(g_m.abs().max().item(), tol)
+            self.assertLess(g_L.tril().abs().max().item(), tol)
+            with torch.no_grad():
+                for scale in (0.9, 1.1):
+                    dist.chol_variational_covar.mul_(scale)
+                    self.assertLess(_full_elbo(model).item(), elbo.item())
+                    dist.chol_variational_covar.div_(scale)
+                dist.variational_mean.add_(0.05)
+                self.assertLess(_full_elbo(model).item(), elbo.item())
+            # A q(u) at the prior (GPyTorch's initialization) is far worse.
+            with torch.no_grad():
+                dist.variational_mean.zero_()
+                dist.chol_variational_covar.copy_(torch.eye(15, dtype=dtype))
+                self.assertLess(_full_elbo(model).item(), elbo.item() - 0.1)
+
+    def test_fit_elbo_matches_an_exact_gp_on_noise_free_data(self):
+        # Smooth, noise-free data: the converged ELBO fit learns a small noise and
+        # fits the training data about as well as an exact GP.
+        gen = torch.Generator().manual_seed(3)
+        X = torch.rand(80, 2, generator=gen, dtype=torch.double)
+        Y = torch.sin(3 * X[:, :1]) + torch.cos(2 * X[:, 1:]) + X[:, :1] * X[:, 1:]
+        model = EULBOModel(X, Y, num_inducing_points=40)
+        model.fit_elbo(seed=0)
+        self.assertLess(model.likelihood.noise.item(), 1e-2)
+        self.assertTrue(model.last_fit["converged"])
+        self.assertLessEqual(model.last_fit["steps"], model.options.max_steps)
+        gp = SingleTaskGP(X, Y, outcome_transform=Standardize(m=1))
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+        with torch.no_grad():
+            rmse = (model.posterior(X).mean - Y).pow(2).mean().sqrt().item()
+            rmse_gp = (gp.posterior(X).mean - Y).pow(2).mean().sqrt().item()
+        # Within 5% of the outcome's standard deviation (an unfitted q(u) at the
+        # prior with the Table-1 budget is at 35%), or of the exact GP's error.
+        self.assertLess(rmse, max(3 * rmse_gp, 0.05 * Y.std().item()))
+
+    def test_carry_over_keeps_the_posterior_on_the_original_scale(self):
+        for dtype in (torch.float, torch.double):
+            X, Y = _data(n=40, dtype=dtype)
+            model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
+            model.fit_elbo()
+            # New data with a large outcome: the standardization shifts.
+            X_new = torch.tensor([[0.9, 0.95], [0.1, 0.2]], dtype=dtype)
+            Y_new = torch.tensor([[4.0], [-3.0]], dtype=dtype)
+            nxt = model.carry_over(torch.cat([X, X_new]), torch.cat([Y, Y_new]))
+            self.assertTrue(nxt.carried_state)
+            self.assertTrue(
+                torch.equal(
+                    nxt.model.variational_strategy.inducing_points,
+                    model.model.variational_strategy.inducing_points,
+                )
+            )
+            self.assertNotAlmostEqual(
+                nxt.outcome_transform.stdvs.item(),
+                model.outcome_transform.stdvs.item(),
+                places=2,
+            )
+            # Before any fit, the carried q(u) predicts the same mean in the
+            # original units (the affine map of the standardization is exact for
+            # the mean) and the noise in original units is unchanged.
+            test = torch.rand(7, 2, dtype=dtype)
+            with torch.no_grad():
+                before = model.posterior(test).mean
+                after = nxt.posterior(test).mean
+            self.assertAllClose(after, before, atol=1e-4, rtol=1e-4)
+            noise = model.likelihood.noise * model.outcome_transform.stdvs**2
+            noise_new = nxt.likelihood.noise * nxt.outcome_transform.stdvs**2
+            self.assertAllClose(noise_new, noise, rtol=1e-4, atol=0)
+            # A different number of inducing points cannot be carried: the points
+            # are re-allocated and q(u) starts at its closed form.
+            other = EULBOModel(X, Y, num_inducing_points=8, previous_model=model)
+            self.assertFalse(other.carried_state)
+            reset = EULBOModel(X, Y, 12, previous_model=model, carry_state=False)
+            self.assertFalse(reset.carried_state)
+            self.assertAllClose(
+                reset.model.covar_module.lengthscale,
+                model.model.covar_module.lengthscale,
+            )
+
+    def test_stopping_rules_and_presets(self):
+        rule = _StoppingRule(patience=2, tol=0.1)
+        self.assertFalse(rule.update(0.0))
+        self.assertFalse(rule.update(0.5))  # progress
+        self.assertFalse(rule.update(0.55))  # below tol: stale 1
+        self.assertTrue(rule.update(0.58))  # stale 2
+        table1 = EULBOOptions.table1(num_restarts=3)
+        self.assertEqual(
+            (table1.convergence, table1.max_epochs, table1.patience, table1.tol),
+            ("epochs", 30, 3, 0.0),
+        )
+        self.assertEqual(table1.num_restarts, 3)
+        X, Y = _data(n=70)
+        for options, unit in (
+            (EULBOOptions.table1(max_epochs=5), 3),  # epochs of ceil(70 / 32) steps
+            (EULBOOptions(max_steps=45, check_every=10, tol=1e9), 10),
+        ):
+            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            model.fit_elbo()
+            steps = model.last_fit["steps"]
+            self.assertEqual(steps % unit if steps < 45 else 0, 0)
+            self.assertLessEqual(steps, 45 if unit == 10 else 15)
+        # tol = 1e9: no round counts as progress, so it stops after `patience`.
+        self.assertEqual(steps, options.patience * 10)
+        with self.assertRaisesRegex(ValueError, "convergence"):
+            EULBOOptions(convergence="never").validate()
+        with self.assertRaisesRegex(ValueError, "`tol`"):
+            EULBOOptions(tol=-1.0).validate()
+
+    def test_cost_per_fit_is_bounded_in_n(self):
+        # The "steps" rule touches at most max_steps minibatches and
+        # max_steps / check_every check sets of check_size points, for any n.
+        options = EULBOOptions(max_steps=40, check_every=10, check_size=64, tol=0.0)
+        touched = {}
+        real = EULBOModel._elbo
+        for n in (100, 1000):
+            X, Y = _data(n=n)
+            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            count = {"points": 0}
+
+            def counting(self, X, Y, count=count):
+                count["points"] += X.shape[-2]
+                return real(self, X, Y)
+
+            with mock.patch.object(EULBOModel, "_elbo", counting):
+                model.fit_elbo()
+            touched[n] = count["points"]
+            bound = 40 * 32 + (40 // 10 + 1) * 64
+            self.assertLessEqual(touched[n], bound)
+        # Minibatch sizes differ (a short last minibatch per epoch at n = 100),
+        # the number of steps does not: the cost does not grow with n.
+        self.assertGreaterEqual(touched[100], 40 * 4)
+
+    def test_diagnostics(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        cand, _ = model.optimize_eulbo(bounds, q=1)
+        diag = model.diagnostics()
+        self.assertAlmostEqual(diag["noise"], model.likelihood.noise.item())
+        self.assertEqual(len(diag["lengthscales"]), 2)
+        self.assertEqual(diag["elbo"], model.last_fit["elbo"])
+        self.assertGreater(diag["fit_steps"], 0)
+        # The utility term of the returned candidates under the returned state.
+        with torch.no_grad():
+            u = model.expected_log_utility(cand.unsqueeze(0))
+        self.assertAlmostEqual(diag["utility"], u.item(), places=6)
+        self.assertTrue(math.isfinite(diag["warm_start_utility"]))
+
+    def test_input_and_outcome_transforms(self):
+        # Ax passes both; the model works in the transformed space and reports
+        # the original one.
+        for dtype in (torch.float, torch.double):
+            X, Y = _data(n=40, dtype=dtype)
+            lower = torch.tensor([-2.0, 10.0], dtype=dtype)
+            width = torch.tensor([4.0, 5.0], dtype=dtype)
+            X_raw = lower + width * X
+            bounds = torch.stack([lower, lower + width])
+            model = EULBOModel(
+                X_raw,
+                Y,
+                num_inducing_points=10,
+                options=FAST,
+                input_transform=Normalize(d=2, bounds=bounds),
+                outcome_transform=Standardize(m=1),
+            )
+            self.assertAllClose(model.train_X_full, X)
+            ref = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+            ref.load_state_dict(model.state_dict(), strict=False)
+            test = torch.rand(5, 2, dtype=dtype)
+            with torch.no_grad():
+                self.assertAllClose(
+                    model.posterior(lower + width * test).mean,
+                    ref.posterior(test).mean,
+                )
+            cand, _ = model.optimize_eulbo(bounds, q=1)
+            self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
+            nxt = model.carry_over(X_raw, Y)
+            self.assertTrue(nxt.carried_state)
+            self.assertAllClose(nxt.train_X_full, X)
+
+
 def _dense_fantasy_means(model, X, eps):
     r"""E[f(x'_i) | y_ij] by dense Gaussian conditioning of the SVGP's predictive
     distribution, assembled by hand from the variational parameters."""
@@ -252,7 +461,11 @@ class TestOneShotSoftKG(BotorchTestCase):
     def test_optimize_eulbo_kg(self):
         X, Y = _data()
         options = EULBOOptions(
-            max_epochs=4, num_restarts=2, raw_samples=16, num_fantasies=6
+            max_steps=40,
+            check_every=10,
+            num_restarts=2,
+            raw_samples=16,
+            num_fantasies=6,
         )
         bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
         for q in (1, 2):
