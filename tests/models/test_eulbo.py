@@ -476,3 +476,63 @@ class TestOneShotSoftKG(BotorchTestCase):
             info = model.last_optimization
             self.assertEqual(info["fantasy_points"].shape, torch.Size([6, 2]))
             self.assertGreaterEqual(value.item(), info["warm_start_value"] - 1e-6)
+
+
+class TestAxAskTell(BotorchTestCase):
+    def test_ask_tell_loop_with_attach_trial(self):
+        # The documented Ax path (README): Ax keeps the experiment, EULBOModel
+        # fits and proposes, and the proposal is attached as a trial.
+        try:
+            from ax import Client, RangeParameterConfig
+        except ImportError:  # pragma: no cover - ax-platform is a test extra
+            self.skipTest("ax-platform is not installed")
+        from botorch.test_functions import Branin
+
+        branin = Branin()
+        lower, upper = branin.bounds.double()
+        names = ["x0", "x1"]
+        client = Client(random_seed=0)
+        client.configure_experiment(
+            parameters=[
+                RangeParameterConfig(
+                    name=name,
+                    parameter_type="float",
+                    bounds=(lower[i].item(), upper[i].item()),
+                )
+                for i, name in enumerate(names)
+            ]
+        )
+        client.configure_optimization(objective="-branin")
+        for index, params in client.get_next_trials(max_trials=6).items():
+            x = torch.tensor([[params[n] for n in names]], dtype=torch.double)
+            client.complete_trial(index, raw_data={"branin": branin(x).item()})
+        bounds = torch.stack([lower, upper])
+        model = None
+        for _ in range(2):
+            df = client.summarize()
+            df = df[df["trial_status"] == "COMPLETED"]
+            X = torch.tensor(df[names].values, dtype=torch.double)
+            Y = -torch.tensor(df["branin"].values, dtype=torch.double).unsqueeze(-1)
+            if model is None:
+                model = EULBOModel(
+                    X,
+                    Y,
+                    num_inducing_points=8,
+                    input_transform=Normalize(d=2, bounds=bounds),
+                    options=FAST,
+                )
+            else:
+                model = model.carry_over(X, Y)
+            cand, _ = model.optimize_eulbo(bounds, q=1)
+            self.assertTrue(((cand >= lower) & (cand <= upper)).all())
+            index = client.attach_trial(
+                parameters={n: cand[0, i].item() for i, n in enumerate(names)}
+            )
+            client.complete_trial(index, raw_data={"branin": branin(cand).item()})
+        df = client.summarize()
+        self.assertEqual(len(df), 8)
+        self.assertTrue((df["trial_status"] == "COMPLETED").all())
+        # The last attached trial is the last proposal, in Ax's own coordinates.
+        last = torch.tensor(df[names].values[-1], dtype=torch.double)
+        self.assertAllClose(last, cand[0])
+        self.assertTrue(model.carried_state)

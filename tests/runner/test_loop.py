@@ -24,6 +24,16 @@ class TestLoop(BotorchTestCase):
         )
         self.assertAlmostEqual(rows[-1]["regret"], best[-1] - 0.397887, places=6)
 
+    def test_model_diagnostics_columns(self):
+        config = RunConfig("branin", "qlogei", budget=7, n_init=5, q=1, options=FAST)
+        rows = run_bo(config)
+        for row in rows[:5]:  # initial design: no model
+            self.assertEqual(row["model_noise"], "")
+        for row in rows[5:]:
+            self.assertGreater(row["model_noise"], 0.0)
+            self.assertEqual(len(row["model_lengthscales"].split(";")), 2)
+            self.assertEqual(row["model_elbo"], "")  # exact GP: no ELBO
+
     def test_reproducible_from_seed(self):
         for method in ("random", "sobol", "qucb"):
             config = RunConfig(

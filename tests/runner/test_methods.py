@@ -153,7 +153,12 @@ class TestMethods(BotorchTestCase):
         options = MethodOptions(num_restarts=1, raw_samples=8, num_inducing_points=4)
         cand = run_a(X, Y, bounds, 1, 0, options)
         self.assertEqual(run_a.previous.__class__.__name__, "EULBOModel")
+        self.assertFalse(run_a.previous.carried_state)  # first step: fresh
         self.assertIsNone(run_b.previous)
+        first = run_a.previous
+        diag = run_a.diagnostics
+        self.assertEqual(len(diag["lengthscales"]), d)
+        self.assertAlmostEqual(diag["noise"], first.likelihood.noise.item())
         # Non-improving batches shrink the trust region after failure_tolerance
         # (= ceil(max(4, 3)) = 4 for q = 1) iterations; proposals stay inside it.
         state = run_a.state
@@ -162,6 +167,8 @@ class TestMethods(BotorchTestCase):
             X = torch.cat([X, cand])
             Y = torch.cat([Y, Y.min().reshape(1, 1) - 1.0])
             cand = run_a(X, Y, bounds, 1, 0, options)
+            # Algorithm 1: every later step starts from the previous step's w.
+            self.assertTrue(run_a.previous.carried_state)
         self.assertEqual(run_a.state.length, 0.4)
         region = run_a.last_region
         self.assertLess((region[1] - region[0]).max().item(), 1.0)
@@ -171,3 +178,28 @@ class TestMethods(BotorchTestCase):
         bad = RunConfig("branin", "eulbo-ei", budget=12, options=bilog)
         with self.assertRaisesRegex(ValueError, "standardizes its outcomes"):
             bad.validate()
+
+    def test_elbo_svgp_loop_fits_and_explores(self):
+        # A short elbo-svgp loop on noise-free Hartmann6 (the issue-12 failure:
+        # q(u) reset every step, noise 0.6-0.8 on noise-free data, proposals
+        # piling up on the incumbent). The carried, converged fit keeps the
+        # noise small and does not keep proposing near-replicates.
+        from botorch_ext.runner.loop import initial_design
+        from botorch_ext.runner.problems import get_problem
+
+        problem = get_problem("hartmann6")
+        X = initial_design(6, 30, seed=0, init="uniform")
+        Y = -problem(X).unsqueeze(-1)
+        run = get_method("elbo-svgp").new_run()
+        options = MethodOptions(num_restarts=2, raw_samples=64, num_inducing_points=30)
+        near, noises = 0, []
+        for _ in range(10):
+            cand = run(X, Y, problem.bounds, 1, 0, options)
+            incumbent = X[Y.squeeze(-1).argmax()]
+            near += int((cand - incumbent).norm().item() < 1e-2)
+            noises.append(run.diagnostics["noise"])
+            X = torch.cat([X, cand])
+            Y = torch.cat([Y, -problem(cand).unsqueeze(-1)])
+        self.assertLess(max(noises[1:]), 0.2, noises)
+        self.assertLessEqual(near, 2)
+        self.assertTrue(run.previous.carried_state)
