@@ -203,3 +203,25 @@ class TestMethods(BotorchTestCase):
         self.assertLess(max(noises[1:]), 0.2, noises)
         self.assertLessEqual(near, 2)
         self.assertTrue(run.previous.carried_state)
+
+    def test_turbo_exact_gp(self):
+        method = get_method("turbo")
+        run = method.new_run()
+        torch.manual_seed(1)
+        d = 4
+        X = torch.rand(10, d, dtype=torch.double)
+        Y = -((X - 0.3) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
+        options = MethodOptions(num_restarts=2, raw_samples=16)
+        for _ in range(4):
+            cand = run(X, Y, bounds, 2, 0, options)
+            region = run.last_region
+            self.assertEqual(cand.shape, torch.Size([2, d]))
+            self.assertTrue(((cand >= region[0] - 1e-9) & (cand <= region[1])).all())
+            self.assertEqual(len(run.diagnostics["lengthscales"]), d)
+            X = torch.cat([X, cand])
+            # Never improving: the box halves after ceil(max(4/2, 4/2)) = 2 failures.
+            Y = torch.cat([Y, torch.full((2, 1), Y.min().item() - 1.0).double()])
+        self.assertLess(run.state.length, 0.8)
+        incumbent = X[Y.squeeze(-1).argmax()]
+        self.assertTrue(((incumbent >= region[0]) & (incumbent <= region[1])).all())
