@@ -1,0 +1,146 @@
+r"""What the EULBO's joint phase does, step by step, from identical states (issue 12).
+
+An ``elbo-svgp`` BO loop on noise-free Hartmann6 in the paper's setting (100 uniform
+points, q = 1, m = 100, Table-1 step sizes and ``optimize_acqf`` budget, the
+carried state and default stopping rule of ``EULBOModel``) drives the data. At every
+step, a deep copy of the step's ELBO-fitted model (before acquisition) runs the
+EULBO phase of ``optimize_eulbo`` for each variant, so every variant starts from the
+same ``w`` and the same warm-start candidate (the qLogEI maximizer under the ELBO
+fit). For each step and variant the script records:
+
+* ``f_warm`` and ``f_eulbo``: Hartmann6 (minimization sign) at the warm-start and
+  at the EULBO candidate, and ``moved``, the distance between the two;
+* ``exact_logei_warm``/``exact_logei_eulbo``: the log EI of an exact
+  ``SingleTaskGP`` (BoTorch defaults, fitted on the same data) at both points;
+* ``noise_before/after`` and ``ls_change`` (largest relative lengthscale change),
+  ``dm`` (norm of the change of the whitened variational mean): how far ``w``
+  moved in the joint phase;
+* ``u_warm``/``u_eulbo``: the expected log utility under the model before and
+  after the joint phase, and ``eulbo_steps``.
+
+Rows are appended to the CSV as they are computed.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/eulbo_joint_phase.py --seeds 0,1,2 \
+        --steps 30 [--output benchmarks/results/eulbo-v2/joint_phase.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import os
+import sys
+import warnings
+
+import torch
+from botorch.acquisition import LogExpectedImprovement
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_ext.runner.loop import initial_design
+from botorch_ext.runner.methods import MethodOptions, get_method
+from botorch_ext.runner.problems import get_problem
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from _common import environment  # noqa: E402
+
+#: name -> EULBOModel attributes changed on the copy before the joint phase.
+VARIANTS = {
+    "paper (sum, w=1, step)": {},
+    "mean (authors' code)": {"elbo_scale": "mean"},
+    "sum, w=10": {"utility_weight": 10.0},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--n-init", type=int, default=100)
+    parser.add_argument(
+        "--output", default=os.path.join(HERE, "results/eulbo-v2/joint_phase.csv")
+    )
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore", OptimizationWarning)
+    warnings.simplefilter("ignore", RuntimeWarning)
+    problem = get_problem("hartmann6")
+    options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=100)
+    env = environment()
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        X = initial_design(6, args.n_init, seed, "uniform")
+        Y = -problem(X).unsqueeze(-1)
+        run = get_method("elbo-svgp").new_run()
+        for step in range(args.steps):
+            # The ELBO-SVGP step drives the data; its model is fitted first.
+            cand = run(X, Y, problem.bounds, 1, seed, options)
+            base = run.previous  # fitted by fit_elbo, queried by qLogEI
+            gp = SingleTaskGP(X, Y)
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+            exact = LogExpectedImprovement(gp, best_f=Y.max())
+            for name, attrs in VARIANTS.items():
+                model = copy.deepcopy(base)
+                for key, value in attrs.items():
+                    setattr(model, key, value)
+                # Skip the ELBO fit (already converged in `base`): patch it out so
+                # the joint phase starts exactly from the ELBO-SVGP state.
+                model.fit_elbo = lambda seed=0: None
+                before = copy.deepcopy(model)
+                torch.manual_seed(seed * 100_003 + len(X))
+                x_eulbo, _ = model.optimize_eulbo(
+                    problem.bounds, q=1, utility="ei", seed=seed * 100_003 + len(X)
+                )
+                info = model.last_optimization
+                x_warm = info["warm_start_candidates"]
+                vd0 = before.model.variational_strategy._variational_distribution
+                vd1 = model.model.variational_strategy._variational_distribution
+                ls0 = before.model.covar_module.lengthscale
+                ls1 = model.model.covar_module.lengthscale
+                with torch.no_grad():
+                    row = {
+                        "seed": seed,
+                        "step": step,
+                        "n": len(X),
+                        "variant": name,
+                        "f_warm": problem(x_warm).item(),
+                        "f_eulbo": problem(x_eulbo).item(),
+                        "f_elbo_svgp": problem(cand).item(),
+                        "moved": (x_eulbo - x_warm).norm().item(),
+                        "exact_logei_warm": exact(x_warm.unsqueeze(0)).item(),
+                        "exact_logei_eulbo": exact(x_eulbo.unsqueeze(0)).item(),
+                        "noise_before": before.likelihood.noise.item(),
+                        "noise_after": model.likelihood.noise.item(),
+                        "ls_change": ((ls1 - ls0).abs() / ls0).max().item(),
+                        "dm": (vd1.variational_mean - vd0.variational_mean)
+                        .norm()
+                        .item(),
+                        "u_warm": info["warm_start_utility"],
+                        "u_eulbo": info["utility"],
+                        "eulbo_steps": info["steps"],
+                        "environment": env,
+                    }
+                new = not os.path.exists(args.output)
+                with open(args.output, "a", newline="") as fh:
+                    writer = csv.DictWriter(fh, fieldnames=list(row))
+                    if new:
+                        writer.writeheader()
+                    writer.writerow(row)
+                print(
+                    f"seed {seed} n {len(X)} {name:<24} f warm {row['f_warm']:.3f} "
+                    f"eulbo {row['f_eulbo']:.3f} moved {row['moved']:.3f} "
+                    f"logEI {row['exact_logei_warm']:.2f} -> "
+                    f"{row['exact_logei_eulbo']:.2f}",
+                    flush=True,
+                )
+            X = torch.cat([X, cand])
+            Y = torch.cat([Y, -problem(cand).unsqueeze(-1)])
+
+
+if __name__ == "__main__":
+    main()
