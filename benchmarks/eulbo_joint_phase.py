@@ -41,6 +41,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
+from botorch_ext.models import EULBOOptions
 from botorch_ext.runner.loop import initial_design
 from botorch_ext.runner.methods import MethodOptions, get_method
 from botorch_ext.runner.problems import get_problem
@@ -51,7 +52,8 @@ from _common import environment  # noqa: E402
 
 #: name -> EULBOModel attributes changed on the copy before the joint phase.
 VARIANTS = {
-    "paper (sum, w=1, step)": {},
+    "default (steps rule)": {},
+    "Table-1 rule": {"options": EULBOOptions.table1(num_restarts=10, raw_samples=256)},
     "mean (authors' code)": {"elbo_scale": "mean"},
     "sum, w=10": {"utility_weight": 10.0},
 }
