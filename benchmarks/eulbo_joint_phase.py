@@ -18,11 +18,15 @@ fit). For each step and variant the script records:
 * ``u_warm``/``u_eulbo``: the expected log utility under the model before and
   after the joint phase, and ``eulbo_steps``.
 
-Rows are appended to the CSV as they are computed.
+Rows are appended to the CSV as they are computed. ``--summary`` prints, per
+variant, the mean (± s.e.) paired differences ``f_eulbo - f_warm`` (negative: the
+EULBO candidate is better) and ``exact_logei_eulbo - exact_logei_warm``, how often
+the EULBO candidate is better, and the mean distance moved.
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo_joint_phase.py --seeds 0,1,2 \
         --steps 30 [--output benchmarks/results/eulbo-v2/joint_phase.csv]
+    python benchmarks/eulbo_joint_phase.py --summary [--output ...]
 """
 
 from __future__ import annotations
@@ -67,7 +71,11 @@ def main() -> None:
     parser.add_argument(
         "--output", default=os.path.join(HERE, "results/eulbo-v2/joint_phase.csv")
     )
+    parser.add_argument("--summary", action="store_true")
     args = parser.parse_args()
+    if args.summary:
+        summarize(args.output)
+        return
     torch.set_num_threads(1)
     warnings.simplefilter("ignore", OptimizationWarning)
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -142,6 +150,42 @@ def main() -> None:
                 )
             X = torch.cat([X, cand])
             Y = torch.cat([Y, -problem(cand).unsqueeze(-1)])
+
+
+def summarize(path: str) -> None:
+    import math
+    import statistics
+    from collections import defaultdict
+
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    groups = defaultdict(list)
+    for row in rows:
+        groups[row["variant"]].append(row)
+
+    def mean_se(values):
+        se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0
+        return f"{statistics.fmean(values):+.3f} ± {se:.3f}"
+
+    print(
+        "| variant | steps | f_eulbo - f_warm | EULBO better / worse / same | "
+        "exact log EI change | moved (mean) | noise after / before |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, group in groups.items():
+        df = [float(r["f_eulbo"]) - float(r["f_warm"]) for r in group]
+        dl = [
+            float(r["exact_logei_eulbo"]) - float(r["exact_logei_warm"]) for r in group
+        ]
+        ratio = [float(r["noise_after"]) / float(r["noise_before"]) for r in group]
+        better = sum(d < -1e-9 for d in df)
+        worse = sum(d > 1e-9 for d in df)
+        moved = statistics.fmean(float(r["moved"]) for r in group)
+        print(
+            f"| {name} | {len(group)} | {mean_se(df)} | {better} / {worse} / "
+            f"{len(group) - better - worse} | {mean_se(dl)} | {moved:.3f} | "
+            f"{statistics.median(ratio):.2f} |"
+        )
 
 
 if __name__ == "__main__":
