@@ -72,7 +72,12 @@ def main() -> None:
         "--output", default=os.path.join(HERE, "results/eulbo-v2/joint_phase.csv")
     )
     parser.add_argument("--summary", action="store_true")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke mode: seed 0, one step, 30 points"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.steps, args.n_init = "0", 1, 30
     if args.summary:
         summarize(args.output)
         return

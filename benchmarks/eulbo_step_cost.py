@@ -80,7 +80,12 @@ def main() -> None:
         "--output", default=os.path.join(HERE, "results/eulbo-v2/step_cost.csv")
     )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # worker: method:n
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke mode: n = 150, 300, q = 4"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.ns, args.q, args.exact_max_n = "150,300", 4, 150
     if args.one:
         method, n = args.one.split(":")
         print(json.dumps(one(method, int(n), args.q)))
