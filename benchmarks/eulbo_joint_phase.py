@@ -36,6 +36,7 @@ import copy
 import csv
 import os
 import sys
+import tempfile
 import warnings
 
 import torch
@@ -78,6 +79,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.steps, args.n_init = "0", 1, 30
+        # A smoke run never appends to the recorded results.
+        args.output = os.path.join(tempfile.gettempdir(), "eulbo_joint_phase_quick.csv")
     if args.summary:
         summarize(args.output)
         return

@@ -27,6 +27,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,6 +87,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.ns, args.q, args.exact_max_n = "150,300", 4, 150
+        # A smoke run never appends to the recorded results.
+        args.output = os.path.join(tempfile.gettempdir(), "eulbo_step_cost_quick.csv")
     if args.one:
         method, n = args.one.split(":")
         print(json.dumps(one(method, int(n), args.q)))
