@@ -1,8 +1,10 @@
+from functools import partial
 from unittest import mock
 
 import torch
 from botorch.utils.testing import BotorchTestCase
 
+from botorch_ext.models import EULBOOptions
 from botorch_ext.runner import methods
 from botorch_ext.runner.methods import (
     METHODS,
@@ -11,6 +13,9 @@ from botorch_ext.runner.methods import (
     fit_model,
     get_method,
 )
+
+#: A short SVGP fit for tests of shapes, bounds and state (not of fit quality).
+SHORT_SVGP_FIT = partial(EULBOOptions, max_steps=40, check_every=10)
 
 
 class TestMethods(BotorchTestCase):
@@ -22,8 +27,12 @@ class TestMethods(BotorchTestCase):
         options = MethodOptions(num_restarts=2, raw_samples=16)
         for name in METHODS:
             for q in (1, 2):
-                # A short SGLD budget keeps bock-sgmcmc fast here.
-                with mock.patch.object(methods, "SGMCMC_BUDGET_STEPS", 20):
+                # Short SGLD and SVGP budgets keep bock-sgmcmc and the SVGP
+                # methods fast here (shapes and bounds are what is tested).
+                with (
+                    mock.patch.object(methods, "SGMCMC_BUDGET_STEPS", 20),
+                    mock.patch.object(methods, "EULBOOptions", SHORT_SVGP_FIT),
+                ):
                     cand = get_method(name)(X, Y, bounds, q, 0, options)
                 self.assertEqual(cand.shape, torch.Size([q, 3]), name)
                 self.assertTrue(((cand >= 0) & (cand <= 1)).all(), name)
@@ -151,6 +160,9 @@ class TestMethods(BotorchTestCase):
         Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
         bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
         options = MethodOptions(num_restarts=1, raw_samples=8, num_inducing_points=4)
+        short_fits = mock.patch.object(methods, "EULBOOptions", SHORT_SVGP_FIT)
+        short_fits.start()
+        self.addCleanup(short_fits.stop)
         cand = run_a(X, Y, bounds, 1, 0, options)
         self.assertEqual(run_a.previous.__class__.__name__, "EULBOModel")
         self.assertFalse(run_a.previous.carried_state)  # first step: fresh
