@@ -50,8 +50,8 @@ COLUMNS = (
 #: is the noise variance on the model's (standardized) scale,
 #: ``model_lengthscales`` the ``;``-joined lengthscales, ``model_elbo`` the
 #: per-datum ELBO (SVGP methods), ``model_utility`` the expected log soft
-#: improvement of the proposal under the SVGP ([Maus2024eulbo]'s utility term,
-#: ``q = 1`` for ``elbo-svgp``) and ``model_fit_steps`` the Adam steps of the fit.
+#: improvement of the proposal under the SVGP (the EULBO's utility term; for
+#: ``elbo-svgp`` at ``q = 1`` only) and ``model_fit_steps`` the Adam steps of the fit.
 DIAGNOSTIC_COLUMNS = {
     "model_noise": "noise",
     "model_lengthscales": "lengthscales",
