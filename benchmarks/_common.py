@@ -2,7 +2,7 @@ r"""Helpers shared by the benchmark scripts (run them as ``python benchmarks/X.p
 
 * ``environment()``: one line with the library versions, the thread count and
   the git revision of the ``botorch_ext`` checkout that is being measured.
-* ``write_csv``: rows of dicts to a CSV file.
+* ``write_csv``: rows of dicts to a CSV file; ``append_csv_row``: one row, appended.
 * ``OtherCPU``: the share of the machine's CPU time used by *other* processes
   while a block of code runs. On a small shared machine, background load slows
   multi-threaded kernels far more than proportionally, so timing rows report it.
@@ -64,6 +64,17 @@ def write_csv(path: str, rows: list[dict]) -> None:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def append_csv_row(path: str, row: dict) -> None:
+    """Append one dict row to ``path`` (header written if the file is new); an
+    existing file is never truncated, so an interrupted benchmark keeps its rows."""
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
 
 
 class OtherCPU:

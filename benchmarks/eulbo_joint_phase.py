@@ -53,7 +53,7 @@ from botorch_ext.runner.problems import get_problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _common import environment  # noqa: E402
+from _common import append_csv_row, environment  # noqa: E402
 
 #: name -> EULBOModel attributes changed on the copy before the joint phase.
 VARIANTS = {
@@ -143,12 +143,7 @@ def main() -> None:
                         "eulbo_steps": info["steps"],
                         "environment": env,
                     }
-                new = not os.path.exists(args.output)
-                with open(args.output, "a", newline="") as fh:
-                    writer = csv.DictWriter(fh, fieldnames=list(row))
-                    if new:
-                        writer.writeheader()
-                    writer.writerow(row)
+                append_csv_row(args.output, row)
                 print(
                     f"seed {seed} n {len(X)} {name:<24} f warm {row['f_warm']:.3f} "
                     f"eulbo {row['f_eulbo']:.3f} moved {row['moved']:.3f} "

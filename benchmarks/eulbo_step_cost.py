@@ -21,7 +21,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import resource
@@ -93,6 +92,9 @@ def main() -> None:
         method, n = args.one.split(":")
         print(json.dumps(one(method, int(n), args.q)))
         return
+    sys.path.insert(0, HERE)
+    from _common import append_csv_row
+
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
     for n in [int(v) for v in args.ns.split(",")]:
         for method in args.methods.split(","):
@@ -115,12 +117,7 @@ def main() -> None:
                 print(f"{method} n={n} failed:\n{out.stderr[-2000:]}", flush=True)
                 continue
             row = json.loads(out.stdout.strip().splitlines()[-1])
-            new = not os.path.exists(args.output)
-            with open(args.output, "a", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(row))
-                if new:
-                    writer.writeheader()
-                writer.writerow(row)
+            append_csv_row(args.output, row)
             print(
                 f"{method:<16} n={n:>6}  step {row['step_s']:>7.1f} s  first "
                 f"{row['first_step_s']:>7.1f} s  fit steps {row['fit_steps']}  "

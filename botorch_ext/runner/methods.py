@@ -370,6 +370,19 @@ def gp_diagnostics(model) -> dict:
     return {"noise": noise, "lengthscales": lengthscales}
 
 
+def _maximize_qlogei(model, train_Y, region, q, options) -> Tensor:
+    r"""``q`` maximizers of qLogEI (incumbent ``train_Y.max()``) in ``region``."""
+    acqf = qLogExpectedImprovement(model, best_f=train_Y.max())
+    candidates, _ = optimize_acqf(
+        acqf,
+        bounds=region,
+        q=q,
+        num_restarts=options.num_restarts,
+        raw_samples=options.raw_samples,
+    )
+    return candidates
+
+
 class _TrustRegion:
     r"""Run state of a TuRBO method: the ``TurboState`` and the rows seen."""
 
@@ -466,14 +479,7 @@ class _SVGPRun(_TrustRegion):
             warnings.simplefilter("ignore", RuntimeWarning)
             if self.utility is None:
                 model.fit_elbo(seed=seed_i)
-                acqf = qLogExpectedImprovement(model, best_f=train_Y.max())
-                candidates, _ = optimize_acqf(
-                    acqf,
-                    bounds=region,
-                    q=q,
-                    num_restarts=options.num_restarts,
-                    raw_samples=options.raw_samples,
-                )
+                candidates = _maximize_qlogei(model, train_Y, region, q, options)
             else:
                 candidates, _ = model.optimize_eulbo(
                     region, q=q, utility=self.utility, seed=seed_i
@@ -519,17 +525,10 @@ class _TurboExactRun(_TrustRegion):
         region = self._trust_region(
             train_X, train_Y, bounds, q, model.covar_module.lengthscale
         )
-        acqf = qLogExpectedImprovement(model, best_f=train_Y.max())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
             warnings.simplefilter("ignore", RuntimeWarning)
-            candidates, _ = optimize_acqf(
-                acqf,
-                bounds=region,
-                q=q,
-                num_restarts=options.num_restarts,
-                raw_samples=options.raw_samples,
-            )
+            candidates = _maximize_qlogei(model, train_Y, region, q, options)
         self.n_seen = train_Y.shape[0]
         self.last_region = region
         self.diagnostics = gp_diagnostics(model)
