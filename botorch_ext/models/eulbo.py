@@ -950,7 +950,9 @@ class EULBOModel(SingleTaskVariationalGP):
             "moved": (candidates - x0).norm(dim=-1).max().item(),
             "diverged": diverged,
         }
-        return candidates[:q], torch.tensor(value, dtype=bounds.dtype)
+        return candidates[:q], torch.tensor(
+            value, dtype=bounds.dtype, device=bounds.device
+        )
 
     def _utility_value(
         self, X: Tensor, base_samples: Tensor | None, utility: str

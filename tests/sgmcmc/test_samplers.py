@@ -1,8 +1,11 @@
+import itertools
 import math
+from unittest import mock
 
 import torch
 from botorch.utils.testing import BotorchTestCase
 
+from botorch_ext.sgmcmc import samplers
 from botorch_ext.sgmcmc.samplers import (
     SamplerState,
     control_variate_gradient,
@@ -149,16 +152,22 @@ class TestSGLD(BotorchTestCase):
         self.assertEqual(b.samples.shape[0], 2)
 
     def test_time_budget(self):
-        res = sgld(
-            gaussian_gradient(torch.float64),
-            torch.zeros(2, dtype=torch.float64),
-            step_size=0.01,
-            batch_size=1,
-            num_data=1,
-            time_budget=0.05,
-        )
-        self.assertGreater(res.num_steps, 0)
-        self.assertLess(res.seconds, 1.0)
+        # A fake clock that advances 0.25 s per reading: the budget of 1 s is
+        # checked before each step at 0.25, 0.5, 0.75 (run) and 1.0 (stop), so
+        # exactly three steps run, whatever the machine's load.
+        ticks = itertools.count()
+        with mock.patch.object(
+            samplers.time, "perf_counter", lambda: 0.25 * next(ticks)
+        ):
+            res = sgld(
+                gaussian_gradient(torch.float64),
+                torch.zeros(2, dtype=torch.float64),
+                step_size=0.01,
+                batch_size=1,
+                num_data=1,
+                time_budget=1.0,
+            )
+        self.assertEqual(res.num_steps, 3)
         # Both limits: the first one reached stops the run.
         res = sgld(
             gaussian_gradient(torch.float64),
