@@ -8,7 +8,7 @@
 # unchanged qlogei pipeline to 300. Two lanes, one thread each; every run writes
 # its own results.csv, flushed per evaluation.
 # Usage: bash benchmarks/eulbo_hartmann6_v2.sh [OUT_DIR]
-#   SEEDS="0 1 ..." METHODS="elbo-svgp eulbo-ei qlogei" QLOGEI_SKIP="0 1 2" BUDGET=200
+#   SEEDS="0 1 ..." METHODS="elbo-svgp eulbo-ei qlogei" QLOGEI_SKIP="0 1 2" BUDGET=200 LANES=2
 set -euo pipefail
 OUT=${1:-benchmarks/results/eulbo-v2/hartmann6}
 SEEDS=${SEEDS:-"0 1 2 3 4 5 6 7 8 9"}
@@ -24,4 +24,4 @@ for seed in $SEEDS; do
     if [[ $method == qlogei && " $QLOGEI_SKIP " == *" $seed "* ]]; then continue; fi
     echo "$COMMON --method $method --seed $seed --output $OUT/$method-s$seed"
   done
-done | xargs -P 2 -L 1 sh -c "$BOTORCH_EXT run \"\$@\" > /dev/null 2>&1 || echo \"failed: \$*\"" run
+done | xargs -P "${LANES:-2}" -L 1 sh -c "$BOTORCH_EXT run \"\$@\" > /dev/null 2>&1 || echo \"failed: \$*\"" run

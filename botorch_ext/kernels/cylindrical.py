@@ -37,6 +37,10 @@ RADIAL_LENGTHSCALE_BOUNDS = (0.01, 2.0)
 # Relative slack on the out-of-ball check, in units of the dtype's epsilon: corners
 # of the cube sit exactly on the default ball and round to either side of it.
 _BALL_SLACK_EPS = 100.0
+# BoTorch's kumaraswamy_warp squeezes its input into [eps, 1 - eps] with this eps.
+_KUMARASWAMY_EPS = 1e-8
+#: The two center rules of ``CylindricalKernel``.
+CENTER_RULES = ("continuous", "direction")
 
 
 class _Default:
@@ -144,22 +148,62 @@ class CylindricalKernel(Kernel):
     ``[0.01, 2]`` starting at 1 (the authors' bounds and start, in units of
     the search radius). The warp itself is BoTorch's ``kumaraswamy_warp``.
 
-    The center. The direction of the center is undefined. [Oh2018bock, Sec. 3.3]
-    give it the direction of each test point, which makes the center maximally
-    similar to every other point at once; that is not a kernel (a Gram matrix
-    over the center and two opposite points can be indefinite, and a joint
-    q-batch posterior would depend on which test point is "current"). This class
-    gives the center the feature ``psi = phibar / ||phibar||``, where ``phibar``
-    is the mean of the angular features over the uniform sphere. Then
-    ``K_a(c, c) = 1`` (the prior variance stays ``K_r``'s there too) and
+    The center. The direction of the center is undefined, and how the kernel
+    treats points at and near it decides whether BO can leave the center (where
+    the runner starts). Two rules (``center_rule``):
+
+    ``"continuous"`` (default): the angular polynomial acts on the warped offset
+    ``u = w(rho) a`` instead of on the unit direction ``a``, normalized:
+
+        K_a(x1, x2) = sum_p c_p (u1 . u2)^p / sqrt(N(x1) N(x2)),
+        N(x) = sum_p c_p |u|^(2p) = sum_p c_p w(rho)^(2p).
+
+    This is a polynomial kernel with non-negative weights in the feature ``u``,
+    rescaled by a positive function, so every Gram matrix is positive
+    semi-definite; ``K_a(x, x) = 1``; on the ball's boundary (``w = 1``) it is the
+    ``"direction"`` kernel; and it is continuous at the center, with
+    ``K_a(c, x) = sqrt(c_0 / N(x))`` and no special case. Near the center it
+    behaves like a locally stationary kernel in ``u`` whose linear term
+    ``c_1 (u1 . u2)`` is a local gradient model, so the model can tell the
+    descent direction from the others there. No hyperparameter is added. BoTorch's
+    warp maps ``rho = 0`` to ``w(1e-8) > 0``, so ``|u| = w(rho) rho / (rho +
+    1e-8)`` is used, which is 0 at the center and ``w(rho)`` to a relative
+    ``1e-8 / rho`` elsewhere; ``u`` is smooth and its gradient with respect to
+    ``x`` finite (it grows like ``rho^(alpha - 1)`` near the center, against
+    ``1 / rho`` under the ``"direction"`` rule). Under this
+    rule the weights are only defined up to scale, so weights below
+    ``eps^2`` of the dtype are raised to it (no ``0 / 0`` at the center).
+
+    ``"direction"``: the polynomial acts on the unit directions and the center
+    gets the feature ``psi = phibar / ||phibar||``, where ``phibar`` is the mean
+    of the angular features over the uniform sphere. Then ``K_a(c, c) = 1`` and
     ``K_a(c, a) = sqrt(sum_p c_p m_p)`` for every direction ``a``, with
     ``m_p = E[(a . e)^p]`` the sphere moments: the largest similarity to the
     center that is the same in every direction and keeps every Gram matrix
     positive semi-definite. It is a limit the kernel does not approach
-    continuously (points near the center keep their directions, as the
-    cylinder geometry intends), so the gradient with respect to ``x`` grows like
-    ``1 / ||x - c||`` near the center; it is finite everywhere and zero at the
-    center itself.
+    continuously (points near the center keep their directions), so the gradient
+    with respect to ``x`` grows like ``1 / ||x - c||`` near the center. This was
+    the rule of ``botorch_ext`` 0.x and is kept for comparison: measured on
+    Rosenbrock-100 (``benchmarks/README.md`` section 6.5) it traps BO at the
+    center, because with interior weights a point at a tiny radius in a new
+    direction is nearly independent of the data, so the center itself looks
+    unexplored, and once ``c -> e_0`` the model is blind to direction.
+
+    [Oh2018bock, Sec. 3.3] instead give the center the direction of each test
+    point, which makes it maximally similar to every other point at once; that
+    is not a kernel (a Gram matrix over the center and two opposite points can
+    be indefinite, and a joint q-batch posterior would depend on which test
+    point is "current"). Implemented as a model-level posterior it was measured
+    to hurt (Rosenbrock-100, 8608 after 80 evaluations against 7408) or to do
+    nothing (with the authors' origin-aware likelihood, 7794), so it is not
+    offered.
+
+    Keeping a directional term. Fitted by MAP, the angular weights tend to
+    collapse onto one vertex of the simplex; at ``c = e_0`` both rules are a
+    radius-only model, blind to direction. ``angular_weights_floor`` keeps chosen
+    weights above a floor: ``c_p = f_p + (1 - sum_q f_q) softmax(raw)_p``. It
+    belongs with the ``"continuous"`` rule only; under ``"direction"`` any
+    interior ``c`` is the center trap above.
 
     Inputs must lie in the closed ball of radius ``R`` about ``c``; a point
     outside raises ``ValueError`` naming the largest radius found (nothing is
@@ -196,6 +240,8 @@ class CylindricalKernel(Kernel):
         alpha_constraint: Interval | None = None,
         beta_prior: Prior | None | _Default = DEFAULT,
         beta_constraint: Interval | None = None,
+        center_rule: str = "continuous",
+        angular_weights_floor: float | Sequence[float] | None = None,
         **kwargs,
     ) -> None:
         r"""Cylindrical kernel of [Oh2018bock].
@@ -222,6 +268,14 @@ class CylindricalKernel(Kernel):
                 ``None`` for none.
             beta_constraint: Constraint on ``beta``; default the box ``[1, 2]``
                 without transform, starting at 1.
+            center_rule: ``"continuous"`` (the angular polynomial on the warped
+                offset, continuous at the center) or ``"direction"`` (on the
+                unit direction, with a fixed similarity to the center); see the
+                class docstring.
+            angular_weights_floor: Lower bounds ``f_p`` on the normalized angular
+                weights: a sequence of ``P + 1`` non-negative floats with sum
+                below 1, or a float ``f`` for ``f_p = f`` on the non-constant
+                weights ``p >= 1`` (``f_0 = 0``). ``None`` for no floor.
             **kwargs: Passed to ``gpytorch.kernels.Kernel``.
         """
         if isinstance(angular_degree, bool) or not isinstance(angular_degree, int):
@@ -234,6 +288,12 @@ class CylindricalKernel(Kernel):
             )
         if radius is not None:
             check_positive("radius", radius)
+        if center_rule not in CENTER_RULES:
+            raise ValueError(
+                f"`center_rule` must be one of {', '.join(map(repr, CENTER_RULES))}, "
+                f"got {center_rule!r}."
+            )
+        floor = _check_floor(angular_weights_floor, angular_degree)
         center_t = torch.as_tensor(center, dtype=torch.float64)
         if center_t.dim() > 1:
             raise ValueError(
@@ -244,6 +304,10 @@ class CylindricalKernel(Kernel):
             raise ValueError(f"`center` must be finite, got {center}.")
         super().__init__(batch_shape=batch_shape, active_dims=active_dims, **kwargs)
         self.angular_degree = angular_degree
+        self.center_rule = center_rule
+        # Plain attributes, not buffers: Kernel.__getitem__ indexes every buffer
+        # by the batch index, and neither has a batch dimension.
+        self.angular_weights_floor = floor
         # A plain attribute, not a buffer: Kernel.__getitem__ indexes every buffer
         # by the batch index, and the center has no batch dimension.
         self.center = center_t
@@ -327,8 +391,17 @@ class CylindricalKernel(Kernel):
 
     @property
     def angular_weights(self) -> Tensor:
-        r"""The normalised angular weights ``c_0..c_P`` (``batch_shape x (P + 1)``)."""
-        return torch.softmax(self.raw_angular_weights, dim=-1)
+        r"""The normalised angular weights ``c_0..c_P`` (``batch_shape x (P + 1)``).
+
+        ``c = f + (1 - sum f) softmax(raw)`` with ``f`` the floor (zero without
+        one), so ``c_p >= f_p`` and ``sum_p c_p = 1``.
+        """
+        weights = torch.softmax(self.raw_angular_weights, dim=-1)
+        floor = self.angular_weights_floor
+        if floor is None:
+            return weights
+        floor = floor.to(weights)
+        return floor + (1 - floor.sum()) * weights
 
     @angular_weights.setter
     def angular_weights(self, value: Tensor | Sequence[float]) -> None:
@@ -337,6 +410,16 @@ class CylindricalKernel(Kernel):
             raise ValueError(
                 f"`angular_weights` must be finite and positive, got {value}."
             )
+        floor = self.angular_weights_floor
+        if floor is not None:
+            floor = floor.to(value)
+            value = value / value.sum(dim=-1, keepdim=True)
+            if not bool((value > floor).all()):
+                raise ValueError(
+                    f"`angular_weights` must lie above `angular_weights_floor` "
+                    f"{floor.tolist()} after normalisation, got {value.tolist()}."
+                )
+            value = value - floor
         # Softmax is invariant to a shift of the logits; the weights are normalised.
         self.initialize(
             raw_angular_weights=value.log().expand_as(self.raw_angular_weights)
@@ -462,6 +545,7 @@ class CylindricalKernel(Kernel):
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
         rho1, a1, center1 = self.cylindrical(x1)
         rho2, a2, center2 = self.cylindrical(x2)
+        w1, w2 = self.warp(rho1), self.warp(rho2)
         weights = self.angular_weights
         if diag:
             dot = (a1 * a2).sum(dim=-1)
@@ -469,16 +553,56 @@ class CylindricalKernel(Kernel):
         else:
             dot = a1 @ a2.transpose(-1, -2)
             weights = weights[..., None, None, :]
-        # Horner's rule for sum_p c_p dot^p.
-        angular = weights[..., -1]
-        for p in range(self.angular_degree - 1, -1, -1):
-            angular = torch.addcmul(weights[..., p], angular, dot)
+        if self.center_rule == "continuous":
+            angular = self._continuous_angular(rho1, rho2, w1, w2, dot, weights, diag)
+        else:
+            angular = _horner(weights, dot)
         # Batched hyperparameters may broadcast against inputs without that batch
         # dimension (e.g. the draws of a fully Bayesian model): expand to both.
         shape = torch.broadcast_shapes(angular.shape, dot.shape)
         angular = angular.expand(shape) if angular.shape != shape else angular
-        angular = self._fix_center(angular, center1, center2, x1.shape[-1], diag)
-        return self._radial(self.warp(rho1), self.warp(rho2), diag, **params) * angular
+        if self.center_rule == "direction":
+            angular = self._fix_center(angular, center1, center2, x1.shape[-1], diag)
+        return self._radial(w1, w2, diag, **params) * angular
+
+    def _offset_norm(self, rho: Tensor, w: Tensor) -> Tensor:
+        # |u| = w(rho) rho / (rho + eps): BoTorch's warp maps rho = 0 to
+        # w(eps) > 0, and the factor takes |u| smoothly to 0 at the center (a
+        # relative change below eps / rho elsewhere).
+        return w * rho / (rho + _KUMARASWAMY_EPS)
+
+    def _continuous_angular(
+        self,
+        rho1: Tensor,
+        rho2: Tensor,
+        w1: Tensor,
+        w2: Tensor,
+        dot: Tensor,
+        weights: Tensor,
+        diag: bool,
+    ) -> Tensor:
+        # K_a = sum_p c_p (u1 . u2)^p / sqrt(N1 N2) with u = |u| a. The weights are
+        # defined up to scale here, so raising tiny ones to eps^2 changes nothing
+        # but keeps N >= c_0 > 0 (no 0 / 0 between two centers).
+        weights = weights.clamp_min(torch.finfo(weights.dtype).eps ** 2)
+        r1, r2 = self._offset_norm(rho1, w1), self._offset_norm(rho2, w2)
+        if diag:
+            r1, r2 = r1.squeeze(-1), r2.squeeze(-1)
+            udot = dot * r1 * r2
+            w_norm = weights
+        else:
+            udot = dot * (r1 * r2.mT)
+            w_norm = weights.squeeze(-2)  # batch x 1 x (P + 1)
+        # N(x) = sum_p c_p |u|^(2p) per point, by Horner's rule in |u|^2.
+        if diag:
+            n1 = _horner(w_norm, r1.square())
+            n2 = _horner(w_norm, r2.square())
+            norm = (n1 * n2).sqrt()
+        else:
+            n1 = _horner(w_norm, r1.square().squeeze(-1)).unsqueeze(-1)
+            n2 = _horner(w_norm, r2.square().squeeze(-1)).unsqueeze(-2)
+            norm = (n1 * n2).sqrt()
+        return _horner(weights, udot) / norm
 
     def _fix_center(
         self, angular: Tensor, center1: Tensor, center2: Tensor, dim: int, diag: bool
@@ -515,6 +639,43 @@ class CylindricalKernel(Kernel):
         with settings.lazily_evaluate_kernels(False):
             radial = k(w1, w2, diag=diag, **params)
         return radial if diag else radial.to_dense()
+
+
+def _horner(weights: Tensor, z: Tensor) -> Tensor:
+    r"""``sum_p weights[..., p] z^p`` by Horner's rule (weights broadcast to ``z``)."""
+    out = weights[..., -1]
+    for p in range(weights.shape[-1] - 2, -1, -1):
+        out = torch.addcmul(weights[..., p], out, z)
+    return out
+
+
+def _check_floor(
+    floor: float | Sequence[float] | None, angular_degree: int
+) -> Tensor | None:
+    r"""Validate ``angular_weights_floor``; returns a float64 ``(P + 1)`` vector."""
+    if floor is None:
+        return None
+    if isinstance(floor, int | float) and not isinstance(floor, bool):
+        if angular_degree == 0:
+            raise ValueError(
+                "`angular_weights_floor` as a float floors the non-constant weights, "
+                "but `angular_degree` is 0."
+            )
+        values = [0.0] + [float(floor)] * angular_degree
+    else:
+        values = [float(v) for v in floor]
+        if len(values) != angular_degree + 1:
+            raise ValueError(
+                f"`angular_weights_floor` needs {angular_degree + 1} entries "
+                f"(`angular_degree` + 1), got {len(values)}: {floor!r}."
+            )
+    t = torch.tensor(values, dtype=torch.float64)
+    if not bool(torch.isfinite(t).all()) or bool((t < 0).any()) or t.sum() >= 1:
+        raise ValueError(
+            "`angular_weights_floor` must be non-negative with a sum below 1, "
+            f"got {floor!r}."
+        )
+    return t
 
 
 class _Matern52Radial(torch.autograd.Function):

@@ -43,6 +43,8 @@ COLUMNS = (
     "model_elbo",
     "model_utility",
     "model_fit_steps",
+    "model_angular_weights",
+    "model_warp",
 )
 
 #: The model-state columns: the fitted state of the iteration that proposed the
@@ -51,13 +53,17 @@ COLUMNS = (
 #: ``model_lengthscales`` the ``;``-joined lengthscales, ``model_elbo`` the
 #: per-datum ELBO (SVGP methods), ``model_utility`` the expected log soft
 #: improvement of the proposal under the SVGP (the EULBO's utility term; for
-#: ``elbo-svgp`` at ``q = 1`` only) and ``model_fit_steps`` the Adam steps of the fit.
+#: ``elbo-svgp`` at ``q = 1`` only), ``model_fit_steps`` the Adam steps of the fit,
+#: and for BOCK ``model_angular_weights`` (``c_0;...;c_P``) and ``model_warp``
+#: (``alpha;beta``).
 DIAGNOSTIC_COLUMNS = {
     "model_noise": "noise",
     "model_lengthscales": "lengthscales",
     "model_elbo": "elbo",
     "model_utility": "utility",
     "model_fit_steps": "fit_steps",
+    "model_angular_weights": "angular_weights",
+    "model_warp": "warp",
 }
 
 

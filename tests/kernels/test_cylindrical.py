@@ -1,3 +1,4 @@
+import itertools
 import math
 import pickle
 import unittest
@@ -37,13 +38,48 @@ class TestCylindricalKernelBase(BaseKernelTestCase, unittest.TestCase):
         return torch.rand(3, 2, 50, 2)
 
 
+class TestCylindricalKernelDirectionRuleBase(TestCylindricalKernelBase):
+    r"""The same generic checks under the ``"direction"`` center rule."""
+
+    def create_kernel_no_ard(self, **kwargs):
+        return CylindricalKernel(center_rule="direction", **kwargs)
+
+
 def _matern52(r: float, lengthscale: float) -> float:
     z = math.sqrt(5) * abs(r) / lengthscale
     return (1 + z + z * z / 3) * math.exp(-z)
 
 
+def _direct_continuous(x1, x2, center, radius, weights, alpha, beta, lengthscale):
+    r"""K(x1, x2) of the ``"continuous"`` rule from its formula, with Python floats.
+
+    ``w`` is BoTorch's squeezed warp (``rho -> rho (1 - 2e-8) + 1e-8``) and
+    ``|u| = w(rho) rho / (rho + 1e-8)``, as documented, which is 0 at the center.
+    """
+
+    def w(rho):
+        rho = rho * (1 - 2e-8) + 1e-8
+        return 1 - (1 - rho**alpha) ** beta
+
+    def offset(x):
+        diff = [a - c for a, c in zip(x, center, strict=True)]
+        n = math.sqrt(sum(v * v for v in diff))
+        if n == 0:
+            return 0.0, [0.0] * len(x)
+        rho = n / radius
+        return rho, [w(rho) * rho / (rho + 1e-8) * v / n for v in diff]
+
+    (rho1, u1), (rho2, u2) = offset(x1), offset(x2)
+    udot = sum(a * b for a, b in zip(u1, u2, strict=True))
+    nsq1, nsq2 = sum(a * a for a in u1), sum(b * b for b in u2)
+    num = sum(c * udot**p for p, c in enumerate(weights))
+    n1 = sum(c * nsq1**p for p, c in enumerate(weights))
+    n2 = sum(c * nsq2**p for p, c in enumerate(weights))
+    return _matern52(w(rho1) - w(rho2), lengthscale) * num / math.sqrt(n1 * n2)
+
+
 def _direct_kernel(x1, x2, center, radius, weights, alpha, beta, lengthscale):
-    r"""K(x1, x2) from the formula with Python floats, for non-center points."""
+    r"""K(x1, x2) of the ``"direction"`` rule, with Python floats, off the center."""
     d1 = [a - c for a, c in zip(x1, center, strict=True)]
     d2 = [a - c for a, c in zip(x2, center, strict=True)]
     n1 = math.sqrt(sum(v * v for v in d1))
@@ -61,6 +97,122 @@ class TestCylindricalKernel(BotorchTestCase):
     def _kernel(self, dtype, **kwargs):
         return CylindricalKernel(**kwargs).to(device=self.device, dtype=dtype)
 
+    def test_default_center_rule(self):
+        self.assertEqual(CylindricalKernel().center_rule, "continuous")
+
+    def test_continuous_values_against_formula(self):
+        # Against a direct evaluation of K_r(w1, w2) sum_p c_p (u1.u2)^p /
+        # sqrt(N1 N2), the center and points near it included.
+        weights = [0.1, 0.2, 0.3, 0.4]
+        alpha, beta, ls = 0.7, 1.5, 0.8
+        points = [
+            [0.8, 0.5],
+            [0.5, 0.7],
+            [0.1, 0.9],
+            [0.95, 0.05],
+            [0.2, 0.4],
+            [0.5, 0.5],
+            [0.5 + 1e-3, 0.5 - 2e-3],
+            [0.5 - 1e-3, 0.5],
+        ]
+        for dtype in (torch.float, torch.double):
+            k = self._kernel(dtype, center_rule="continuous")
+            k.angular_weights = torch.tensor(weights)
+            k.alpha, k.beta = alpha, beta
+            k.radial_base_kernel.lengthscale = ls
+            X = torch.tensor(points, device=self.device, dtype=dtype)
+            K = k(X).to_dense()
+            tol = 1e-5 if dtype == torch.float else 1e-7
+            for i, xi in enumerate(points):
+                for j, xj in enumerate(points):
+                    want = _direct_continuous(
+                        xi, xj, [0.5, 0.5], math.sqrt(2) / 2, weights, alpha, beta, ls
+                    )
+                    self.assertAlmostEqual(K[i, j].item(), want, delta=tol)
+            self.assertAllClose(k(X, diag=True), K.diagonal(), atol=tol, rtol=0)
+            # Cross-covariance (x1 != x2 path) and a batch of test points.
+            K12 = k(X[:3], X[3:]).to_dense()
+            self.assertAllClose(K12, K[:3, 3:], atol=tol, rtol=0)
+
+    def test_continuous_rule_is_continuous_at_center_and_keeps_directions(self):
+        gen = torch.Generator().manual_seed(3)
+        for dtype in (torch.float, torch.double):
+            d = 6
+            k = self._kernel(dtype, center_rule="continuous")
+            k.angular_weights = torch.tensor([0.05, 0.65, 0.2, 0.1])
+            k.alpha, k.beta = 0.6, 1.3
+            center = torch.full((1, d), 0.5, device=self.device, dtype=dtype)
+            x = torch.rand(4, d, generator=gen, dtype=torch.double).to(center)
+            e = torch.randn(1, d, generator=gen, dtype=torch.double).to(center)
+            e = e / e.norm()
+            K_c = k(center, x).to_dense()
+            # K(c + t e, x) -> K(c, x) as t -> 0 (no jump, unlike "direction").
+            gaps = [
+                (k(center + t * e, x).to_dense() - K_c).abs().max().item()
+                for t in (1e-2, 1e-3, 1e-4)
+            ]
+            self.assertLess(gaps[2], gaps[0])
+            self.assertLess(gaps[2], 1e-2)
+            # The center's similarity is sqrt(c_0 / N(x)) times K_r.
+            rho, _, _ = k.cylindrical(x)
+            w = k.warp(rho).squeeze(-1)
+            c = k.angular_weights
+            N = sum(c[p] * w.pow(2 * p) for p in range(4))
+            rho_c = k.cylindrical(center)[0]
+            K_r = k.radial_base_kernel(k.warp(rho_c), k.warp(rho)).to_dense()
+            # (to |u| = w rho / (rho + 1e-8): a relative 1e-8 / rho from w)
+            tol = 1e-5 if dtype == torch.float else 1e-7
+            self.assertAllClose(K_c, K_r * (c[0] / N).sqrt(), atol=tol, rtol=tol)
+            # Near the center the linear term sees direction: at radius 0.05 the
+            # point along e is more similar to a point further along e than the
+            # point along -e is (the "direction" rule's center trap has them
+            # nearly independent of everything at tiny radii).
+            R = math.sqrt(d) / 2
+            near = torch.cat([center + 0.05 * R * e, center - 0.05 * R * e])
+            far = center + 0.2 * R * e
+            K_near = k(near, far).to_dense().squeeze(-1)
+            self.assertGreater(K_near[0].item(), K_near[1].item() + 0.05)
+            # Two points a few ulps from the center in different directions keep
+            # their own direction: K = K_r * the formula, not a merged center.
+            ulp = torch.finfo(dtype).eps
+            X = torch.cat([center, center + 4 * ulp * e, center - 4 * ulp * e])
+            self.assertFalse(torch.equal(X[1], X[0]))
+            self.assertFalse(torch.equal(X[2], X[0]))
+            K = k(X).to_dense()
+            self.assertTrue(torch.isfinite(K).all())
+            # At such radii |u| is ~ 1e-7 or below: the kernel is 1 to rounding.
+            self.assertAllClose(K, torch.ones_like(K), atol=1e-5, rtol=0)
+
+    def test_floor_keeps_weights_and_round_trips(self):
+        for dtype in (torch.float, torch.double):
+            k = self._kernel(dtype, angular_weights_floor=[0.0, 0.05, 0.0, 0.0])
+            # A collapsed softmax (all mass on c_0) still leaves c_1 = 0.05.
+            k.initialize(
+                raw_angular_weights=torch.tensor([30.0, -30.0, -30.0, -30.0]).to(dtype)
+            )
+            c = k.angular_weights
+            self.assertGreaterEqual(c[1].item(), 0.05 - 1e-7)
+            self.assertAlmostEqual(c.sum().item(), 1.0, places=5)
+            want = torch.tensor([0.1, 0.5, 0.2, 0.2], dtype=dtype)
+            k.angular_weights = want
+            self.assertAllClose(k.angular_weights, want.to(k.angular_weights))
+            with self.assertRaisesRegex(ValueError, "above `angular_weights_floor`"):
+                k.angular_weights = torch.tensor([0.5, 0.01, 0.29, 0.2])
+            # A float floors every non-constant weight.
+            k2 = self._kernel(dtype, angular_weights_floor=0.1)
+            self.assertEqual(k2.angular_weights_floor.tolist(), [0.0, 0.1, 0.1, 0.1])
+            self.assertTrue((k2.angular_weights[1:] >= 0.1 - 1e-7).all())
+            k3 = pickle.loads(pickle.dumps(k))
+            X = torch.rand(5, 3, device=self.device, dtype=dtype)
+            self.assertAllClose(k(X).to_dense(), k3(X).to_dense())
+        for bad in (0.5, [0.0, 0.6, 0.5, 0.0], [0.1, 0.1], [-0.1, 0, 0, 0]):
+            with self.assertRaisesRegex(ValueError, "angular_weights_floor"):
+                CylindricalKernel(angular_weights_floor=bad)
+        with self.assertRaisesRegex(ValueError, "angular_degree"):
+            CylindricalKernel(angular_degree=0, angular_weights_floor=0.1)
+        with self.assertRaisesRegex(ValueError, "center_rule.*'ring'"):
+            CylindricalKernel(center_rule="ring")
+
     def test_values_against_formula(self):
         weights = [0.1, 0.2, 0.3, 0.4]
         alpha, beta, ls = 0.7, 1.5, 0.8
@@ -72,7 +224,7 @@ class TestCylindricalKernel(BotorchTestCase):
             [0.2, 0.4],
         ]
         for dtype in (torch.float, torch.double):
-            k = self._kernel(dtype)
+            k = self._kernel(dtype, center_rule="direction")
             k.angular_weights = torch.tensor(weights)
             k.alpha, k.beta = alpha, beta
             k.radial_base_kernel.lengthscale = ls
@@ -98,7 +250,7 @@ class TestCylindricalKernel(BotorchTestCase):
         # the closed-form moments against a Monte Carlo average.
         gen = torch.Generator().manual_seed(0)
         for d in (2, 5, 20):
-            k = CylindricalKernel(angular_degree=4).double()
+            k = CylindricalKernel(angular_degree=4, center_rule="direction").double()
             k.angular_weights = torch.tensor([0.1, 0.15, 0.2, 0.25, 0.3])
             u = torch.randn(400_000, d, generator=gen, dtype=torch.double)
             u = u / u.norm(dim=-1, keepdim=True)
@@ -132,45 +284,64 @@ class TestCylindricalKernel(BotorchTestCase):
 
     def test_psd_with_center_and_near_center_points(self):
         gen = torch.Generator().manual_seed(1)
-        for dtype in (torch.float, torch.double):
-            for d in (2, 10):
-                k = self._kernel(dtype)
-                # Some weight on every power, so that the angular part matters.
-                k.angular_weights = torch.tensor([0.1, 0.3, 0.3, 0.3])
-                center = torch.full((1, d), 0.5, dtype=torch.double)
-                dirs = torch.randn(6, d, generator=gen, dtype=torch.double)
-                dirs = dirs / dirs.norm(dim=-1, keepdim=True)
-                X = torch.cat(
-                    [
-                        center,
-                        center + 1e-9 * dirs,
-                        center - 1e-9 * dirs[:2],
-                        torch.rand(10, d, generator=gen, dtype=torch.double),
-                        center,  # a duplicate of the center
-                    ]
-                ).to(device=self.device, dtype=dtype)
-                K = k(X).to_dense().double()
-                self.assertTrue(torch.isfinite(K).all())
-                self.assertAllClose(K, K.T)
-                eig = torch.linalg.eigvalsh(K)
-                tol = 1e-5 if dtype == torch.float else 1e-10
-                self.assertGreater(eig.min().item(), -tol)
-                # Every prior variance is K_r's (1 here), at the center too.
-                self.assertAllClose(K.diagonal(), torch.ones_like(K.diagonal()))
-                self.assertAllClose(
-                    k(X, diag=True).double(), torch.ones(X.shape[0]).to(K)
-                )
+        for rule, dtype, d in itertools.product(
+            ("continuous", "direction"), (torch.float, torch.double), (2, 10)
+        ):
+            k = self._kernel(dtype, center_rule=rule)
+            # Some weight on every power, so that the angular part matters.
+            k.angular_weights = torch.tensor([0.1, 0.3, 0.3, 0.3])
+            center = torch.full((1, d), 0.5, device=self.device, dtype=dtype)
+            dirs = torch.randn(6, d, generator=gen, dtype=torch.double)
+            dirs = (dirs / dirs.norm(dim=-1, keepdim=True)).to(center)
+            # Offsets of a few ulps of 0.5 in the working dtype: they must not
+            # round to the center (1e-9 does in float32).
+            ulp = torch.finfo(dtype).eps / 2
+            near = center + 3 * ulp * dirs.sign()
+            X = torch.cat(
+                [
+                    center,
+                    near,
+                    center + 1e-6 * dirs[:2],
+                    center - 1e-6 * dirs[:2],
+                    torch.rand(10, d, generator=gen, dtype=torch.double).to(center),
+                    center,  # a duplicate of the center
+                ]
+            )
+            self.assertEqual(int((X == 0.5).all(dim=-1).sum()), 2)
+            K = k(X).to_dense().double()
+            self.assertTrue(torch.isfinite(K).all())
+            self.assertAllClose(K, K.T)
+            eig = torch.linalg.eigvalsh(K)
+            tol = 1e-5 if dtype == torch.float else 1e-10
+            self.assertGreater(eig.min().item(), -tol)
+            # Every prior variance is K_r's (1 here), at the center too.
+            self.assertAllClose(K.diagonal(), torch.ones_like(K.diagonal()))
+            self.assertAllClose(k(X, diag=True).double(), torch.ones(X.shape[0]).to(K))
+            if rule == "direction":
+                # Near-center points keep their own direction: K = K_r * K_a of
+                # the directions, not the center's similarity s.
+                _, a, _ = k.cylindrical(near)
+                c = k.angular_weights
+                dot = (a @ a.T).double()
+                K_a = sum(c[p].double() * dot.pow(p) for p in range(4))
+                rho = k.cylindrical(near)[0]
+                K_r = k.radial_base_kernel(k.warp(rho)).to_dense().double()
+                self.assertAllClose(K[1:7, 1:7], K_r * K_a, atol=tol, rtol=0)
 
     def test_gradients_finite_at_and_near_center(self):
-        for dtype in (torch.float, torch.double):
+        for rule, dtype in itertools.product(
+            ("continuous", "direction"), (torch.float, torch.double)
+        ):
             d = 4
-            k = self._kernel(dtype)
+            k = self._kernel(dtype, center_rule=rule)
             k.alpha, k.beta = 0.5, 1.0  # the steepest warp at rho = 0
+            ulp = torch.finfo(dtype).eps / 2
             X = torch.tensor(
                 [[0.5] * d, [0.5 + 1e-9] + [0.5] * (d - 1), [0.3, 0.6, 0.7, 0.1]],
                 device=self.device,
                 dtype=dtype,
             )
+            X = torch.cat([X, X[:1] + 2 * ulp])
             corners = torch.tensor(
                 [[0.0] * d, [1.0] * d], device=self.device, dtype=dtype
             )
@@ -188,8 +359,10 @@ class TestCylindricalKernel(BotorchTestCase):
     def test_rotation_invariance(self):
         gen = torch.Generator().manual_seed(2)
         d = 5
-        for dtype in (torch.float, torch.double):
-            k = self._kernel(dtype)
+        for rule, dtype in itertools.product(
+            ("continuous", "direction"), (torch.float, torch.double)
+        ):
+            k = self._kernel(dtype, center_rule=rule)
             k.angular_weights = torch.tensor([0.1, 0.2, 0.3, 0.4])
             k.alpha, k.beta = 0.6, 1.7
             Q, _ = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.double))
@@ -341,10 +514,17 @@ class TestCylindricalKernel(BotorchTestCase):
         class _Matern(MaternKernel):
             pass
 
-        for dtype in (torch.float, torch.double):
-            for batch_shape in (torch.Size([]), torch.Size([2])):
-                fast = CylindricalKernel(batch_shape=batch_shape).to(dtype)
+        for rule, dtype, batch_shape in itertools.product(
+            ("continuous", "direction"),
+            (torch.float, torch.double),
+            (torch.Size([]), torch.Size([2])),
+        ):
+            if True:
+                fast = CylindricalKernel(batch_shape=batch_shape, center_rule=rule).to(
+                    dtype
+                )
                 slow = CylindricalKernel(
+                    center_rule=rule,
                     batch_shape=batch_shape,
                     radial_base_kernel=_Matern(
                         nu=2.5,
