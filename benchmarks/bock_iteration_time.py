@@ -9,10 +9,19 @@ process's CPU time with one torch thread (robust to time-slicing with other
 processes on a busy machine), the median of ``--repeats`` calls per cell, with
 the methods interleaved.
 
+``--design near-center`` replays a run stalled at the center (issue 13): half of
+the ``n`` points are sprayed about the center at normalized radii 1e-4 to 1e-2
+(the best of them is the incumbent), the rest Sobol; with ``--initial-conditions
+bock`` the optimizer then starts from sprays about that incumbent, which is where
+the ``"direction"`` rule's ``1 / ||x - c||`` gradients cost most.
+
 Usage::
 
     python benchmarks/bock_iteration_time.py                # d = 20, 100; n = 50, 150
     python benchmarks/bock_iteration_time.py --quick
+    python benchmarks/bock_iteration_time.py --design near-center \
+        --methods bock,bock-direction,qlogei --initial-conditions bock \
+        --output benchmarks/results/bock-v2/iteration_time_near_center.csv
 """
 
 from __future__ import annotations
@@ -40,6 +49,10 @@ def main() -> None:
     parser.add_argument("--methods", default="bock,qlogei,matern")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--design", choices=("sobol", "near-center"), default="sobol")
+    parser.add_argument(
+        "--initial-conditions", choices=("botorch", "bock"), default="botorch"
+    )
     parser.add_argument(
         "--output", default="benchmarks/results/bock_iteration_time.csv"
     )
@@ -48,7 +61,12 @@ def main() -> None:
         args.dims, args.ns, args.repeats = "5", "20", 1
     torch.set_num_threads(1)
     print(environment())
-    options = MethodOptions(outcome_transform="bilog", num_restarts=5, raw_samples=256)
+    options = MethodOptions(
+        outcome_transform="bilog",
+        num_restarts=5,
+        raw_samples=256,
+        initial_conditions=args.initial_conditions,
+    )
     methods = args.methods.split(",")
     rows = []
     for d in (int(v) for v in args.dims.split(",")):
@@ -57,6 +75,13 @@ def main() -> None:
         for n in (int(v) for v in args.ns.split(",")):
             X = draw_sobol_samples(bounds=bounds, n=n, q=1, seed=0).squeeze(-2)
             X[0] = 0.5
+            if args.design == "near-center":
+                gen = torch.Generator().manual_seed(0)
+                m = n // 2
+                dirs = torch.randn(m, d, generator=gen, dtype=X.dtype)
+                dirs = dirs / dirs.norm(dim=-1, keepdim=True)
+                radii = torch.logspace(-4, -2, m, dtype=X.dtype).unsqueeze(-1)
+                X[1 : m + 1] = 0.5 + radii * (d**0.5 / 2) * dirs
             Y = -problem(X).reshape(n, 1)  # runner's maximization sign
             times = {m: [] for m in methods}
             with OtherCPU() as other:
@@ -71,6 +96,8 @@ def main() -> None:
                     "d": d,
                     "n": n,
                     "method": m,
+                    "design": args.design,
+                    "initial_conditions": args.initial_conditions,
                     "cpu_s": statistics.median(times[m]),
                     "other_cpu": str(other),
                 }

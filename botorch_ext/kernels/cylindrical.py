@@ -525,7 +525,10 @@ class CylindricalKernel(Kernel):
         )
 
     def center_similarity(self, dim: int) -> Tensor:
-        r"""``K_a(center, a) = sqrt(sum_p c_p m_p)``, the same for every direction.
+        r"""``K_a(center, a) = sqrt(sum_p c_p m_p)`` of the ``"direction"`` rule.
+
+        The same for every direction. Under the ``"continuous"`` rule the center's
+        similarity is ``sqrt(c_0 / N(x))`` instead and depends on ``x``'s radius.
 
         Args:
             dim: The number of (active) input dimensions.

@@ -507,6 +507,32 @@ class TestCylindricalKernel(BotorchTestCase):
         for i in range(5):
             self.assertAllClose(Kb[i], k1(Xb[i]).to_dense())
 
+    def test_batched_hyperparameters_match_each_member(self):
+        # A kernel with a batch of hyperparameters (as a fully Bayesian model has),
+        # applied to inputs with and without that batch dimension, equals each
+        # member evaluated on its own.
+        for rule, dtype in itertools.product(
+            ("continuous", "direction"), (torch.float, torch.double)
+        ):
+            kb = self._kernel(dtype, center_rule=rule, batch_shape=torch.Size([3]))
+            weights = torch.tensor(
+                [[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1], [0.01, 0.9, 0.05, 0.04]]
+            )
+            kb.angular_weights = weights
+            kb.alpha = torch.tensor([[0.5], [0.8], [1.0]])
+            kb.beta = torch.tensor([[2.0], [1.2], [1.0]])
+            X = torch.rand(6, 4, device=self.device, dtype=dtype)
+            X[0] = 0.5
+            X[1] = 0.5 + 1e-3
+            K = kb(X).to_dense()
+            Kd = kb(X, diag=True)
+            for i in range(3):
+                k = self._kernel(dtype, center_rule=rule)
+                k.angular_weights = weights[i]
+                k.alpha, k.beta = kb.alpha[i].item(), kb.beta[i].item()
+                self.assertAllClose(K[i], k(X).to_dense(), atol=1e-6, rtol=1e-5)
+                self.assertAllClose(Kd[i], k(X, diag=True), atol=1e-6, rtol=1e-5)
+
     def test_radial_fast_path_matches_gpytorch_matern(self):
         # The default radial kernel is evaluated by a 1-d Matern-5/2 shortcut; a
         # MaternKernel subclass takes GPyTorch's generic path, so the two agree

@@ -33,6 +33,17 @@ class TestLoop(BotorchTestCase):
             self.assertGreater(row["model_noise"], 0.0)
             self.assertEqual(len(row["model_lengthscales"].split(";")), 2)
             self.assertEqual(row["model_elbo"], "")  # exact GP: no ELBO
+            self.assertEqual(row["model_angular_weights"], "")  # not BOCK
+        config = RunConfig(
+            "branin", "bock", budget=7, n_init=5, q=1, init="center", options=FAST
+        )
+        for row in run_bo(config)[5:]:
+            weights = [float(v) for v in row["model_angular_weights"].split(";")]
+            self.assertEqual(len(weights), 4)
+            self.assertAlmostEqual(sum(weights), 1.0, delta=1e-3)
+            self.assertGreaterEqual(weights[1], 0.05 - 1e-3)  # the runner's floor
+            alpha, beta = (float(v) for v in row["model_warp"].split(";"))
+            self.assertTrue(0.5 <= alpha <= 1.0 and 1.0 <= beta <= 2.0)
 
     def test_reproducible_from_seed(self):
         for method in ("random", "sobol", "qucb"):

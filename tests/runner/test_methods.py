@@ -69,8 +69,31 @@ class TestMethods(BotorchTestCase):
         options = MethodOptions()
         bock = fit_model(X, Y, options, kernel="bock")
         self.assertIsInstance(bock.covar_module, CylindricalKernel)
+        self.assertEqual(bock.covar_module.center_rule, "continuous")
+        # The fitted linear weight respects the runner's floor.
+        c = bock.covar_module.angular_weights
+        self.assertGreaterEqual(c[1].item(), methods.BOCK_LINEAR_WEIGHT_FLOOR - 1e-9)
+        diag = methods.gp_diagnostics(bock)
+        self.assertAllClose(torch.tensor(diag["angular_weights"]).to(c), c)
+        self.assertEqual(len(diag["warp"]), 2)
+        for name, rule in (
+            ("bock-continuous", "continuous"),
+            ("bock-direction", "direction"),
+        ):
+            k = fit_model(X, Y, options, kernel=name).covar_module
+            self.assertEqual(k.center_rule, rule)
+            self.assertIsNone(k.angular_weights_floor)
         scaled = fit_model(X, Y, options, kernel="bock-scaled")
         self.assertIsInstance(scaled.covar_module.base_kernel, CylindricalKernel)
+        # The scaled Matern: the runner's isotropic Matern with a learned amplitude.
+        matern_scaled = fit_model(X, Y, options, kernel="matern-scaled")
+        self.assertIsInstance(matern_scaled.covar_module.base_kernel, MaternKernel)
+        self.assertIsNone(matern_scaled.covar_module.base_kernel.ard_num_dims)
+        self.assertIn(
+            "outputscale_prior",
+            {name for name, *_ in matern_scaled.covar_module.named_priors()},
+        )
+        self.assertNotIn("angular_weights", methods.gp_diagnostics(matern_scaled))
         matern = fit_model(X, Y, options, kernel="matern")
         self.assertIsInstance(matern.covar_module, MaternKernel)
         self.assertIsNone(matern.covar_module.ard_num_dims)  # isotropic
