@@ -11,8 +11,9 @@ Variants:
     continuous: the continuous center rule, no floor.
     floor05: continuous, linear weight ``c_1 >= 0.05``.
     floor50: continuous, linear weight ``c_1 >= 0.5``.
-    logit-prior: continuous, ``raw_angular_weights ~ N(0, 2)`` (variance 2), the
-        prior on the weight logits of the authors' code.
+    logit-prior: continuous, ``raw_angular_weights ~ N(0, 2^2)`` independently,
+        the prior on the log weights in the authors' code (``SphereRadialKernel``:
+        ``smp.normal(log_amp, 0, 2)`` on the constant and the powers).
     direction: the old center rule.
 
 Usage::
@@ -24,7 +25,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import math
 import os
 
 import torch
@@ -48,7 +48,7 @@ def _variant(name: str, d: int):
         k = CylindricalKernel(center_rule="continuous")
         k.register_prior(
             "raw_angular_weights_prior",
-            NormalPrior(0.0, math.sqrt(2.0)),
+            NormalPrior(0.0, 2.0),
             "raw_angular_weights",
         )
         return k

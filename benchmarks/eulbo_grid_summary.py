@@ -1,9 +1,10 @@
 r"""Summarize runner grids: means ± standard errors, paired differences, curves.
 
-Reads every ``*/results.csv`` under the given folders (runs are keyed by method and
-seed; a later folder does not override an earlier one; ``FOLDER::m1,m2`` takes only
-those methods from that folder), keeps the runs that reached ``--at`` evaluations
-and prints Markdown:
+Reads every ``*/results.csv`` under the given folders, and a folder's own
+``results.csv`` (a ``compare`` grid) (runs are keyed by method and seed; a later
+folder does not override an earlier one; ``FOLDER::m1,m2`` takes only those methods
+from that folder, ``FOLDER::m1=alias`` renames one), keeps the runs that reached
+``--at`` evaluations and prints Markdown:
 
 * per method: seeds, best value at ``--at`` (mean ± standard error, minimization
   sign), the per-seed values, seconds per BO step (mean of per-step wall-clock
@@ -12,8 +13,9 @@ and prints Markdown:
 * paired differences ``A - B`` over the seeds both methods share (mean ± standard
   error, and how many seeds ``A`` is better), for the pairs given by ``--pairs``;
 
-and writes ``best_value.png`` (best value against evaluations, mean ± standard error
-bands) and ``noise.png`` (median fitted noise per evaluation) into ``--plots``.
+a per-seed table of the best value at ``--checkpoints``; and writes
+``best_value.png`` (best value against evaluations, mean ± standard error bands)
+and ``noise.png`` (median fitted noise per evaluation) into ``--plots``.
 
 Usage::
 
@@ -42,17 +44,26 @@ def load(folders: list[str], methods: set[str] | None) -> dict:
     runs: dict[tuple[str, int], list[dict]] = {}
     for spec in folders:
         folder, _, only = spec.partition("::")
-        for path in sorted(Path(folder).glob("*/results.csv")):
+        # "m" keeps method m, "m=alias" keeps it under another name (e.g. a run
+        # of an older version of a method).
+        alias = dict(
+            (item.split("=") + [item])[:2] for item in filter(None, only.split(","))
+        )
+        paths = sorted(Path(folder).glob("*/results.csv"))
+        if (Path(folder) / "results.csv").exists():  # a `compare` grid's one file
+            paths.insert(0, Path(folder) / "results.csv")
+        for path in paths:
             with open(path) as fh:
-                rows = list(csv.DictReader(fh))
-            if not rows:
-                continue
-            key = (rows[0]["method"], int(rows[0]["seed"]))
-            if (methods and key[0] not in methods) or key in runs:
-                continue
-            if only and key[0] not in only.split(","):
-                continue
-            runs[key] = rows
+                grouped: dict[tuple[str, int], list[dict]] = defaultdict(list)
+                for row in csv.DictReader(fh):
+                    grouped[(row["method"], int(row["seed"]))].append(row)
+            for (method, seed), rows in grouped.items():
+                if alias and method not in alias:
+                    continue
+                key = (alias.get(method, method), seed)
+                if (methods and key[0] not in methods) or key in runs:
+                    continue
+                runs[key] = rows
     return runs
 
 
@@ -77,6 +88,11 @@ def main() -> None:
     parser.add_argument("--methods", default=None)
     parser.add_argument("--at", type=int, required=True)
     parser.add_argument("--pairs", default="")
+    parser.add_argument(
+        "--checkpoints",
+        default="",
+        help="comma-separated evaluation counts for a per-seed table of best values",
+    )
     parser.add_argument("--plots", type=Path, default=None)
     args = parser.parse_args()
     methods = set(args.methods.split(",")) if args.methods else None
@@ -135,6 +151,18 @@ def main() -> None:
         )
     if short:
         print(f"- Runs short of {args.at} evaluations (left out): {', '.join(short)}")
+    checkpoints = [int(c) for c in filter(None, args.checkpoints.split(","))]
+    if checkpoints:
+        print("\n| method | seed | " + " | ".join(map(str, checkpoints)) + " |")
+        print("|---|---|" + "---|" * len(checkpoints))
+        for method in order:
+            for seed in sorted(by_method[method]):
+                rows = by_method[method][seed]
+                cells = [
+                    f"{best_at(rows, c):.4g}" if len(rows) >= c else ""
+                    for c in checkpoints
+                ]
+                print(f"| {method} | {seed} | " + " | ".join(cells) + " |")
     if args.plots is None:
         return
     args.plots.mkdir(parents=True, exist_ok=True)

@@ -184,7 +184,7 @@ class CylindricalKernel(Kernel):
     continuously (points near the center keep their directions), so the gradient
     with respect to ``x`` grows like ``1 / ||x - c||`` near the center. This was
     the rule of ``botorch_ext`` 0.x and is kept for comparison: measured on
-    Rosenbrock-100 (``benchmarks/README.md`` section 6.5) it traps BO at the
+    Rosenbrock-100 (``benchmarks/README.md`` section 6.7) it traps BO at the
     center, because with interior weights a point at a tiny radius in a new
     direction is nearly independent of the data, so the center itself looks
     unexplored, and once ``c -> e_0`` the model is blind to direction.

@@ -118,7 +118,7 @@ BOCK_LINEAR_WEIGHT_FLOOR = 0.05
 
 def _bock_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
     # The continuous center rule with a floor on the linear (local gradient)
-    # term (benchmarks/README.md section 6.5).
+    # term (benchmarks/README.md section 6.7).
     return CylindricalKernel(
         center_rule="continuous",
         angular_weights_floor=[0.0, BOCK_LINEAR_WEIGHT_FLOOR, 0.0, 0.0],
