@@ -11,6 +11,9 @@ Variants:
     continuous: the continuous center rule, no floor.
     floor05: continuous, linear weight ``c_1 >= 0.05``.
     floor50: continuous, linear weight ``c_1 >= 0.5``.
+    floor-both: continuous, ``c_0 >= 0.05`` and ``c_1 >= 0.05``: also keeps the fit
+        off the ``c = e_1`` vertex, where the center is uncorrelated with every
+        other point.
     logit-prior: continuous, ``raw_angular_weights ~ N(0, 2^2)`` independently,
         the prior on the log weights in the authors' code (``SphereRadialKernel``:
         ``smp.normal(log_amp, 0, 2)`` on the constant and the powers).
@@ -44,6 +47,8 @@ def _variant(name: str, d: int):
         return CylindricalKernel(angular_weights_floor=[0.0, 0.05, 0.0, 0.0])
     if name == "floor50":
         return CylindricalKernel(angular_weights_floor=[0.0, 0.5, 0.0, 0.0])
+    if name == "floor-both":
+        return CylindricalKernel(angular_weights_floor=[0.05, 0.05, 0.0, 0.0])
     if name == "logit-prior":
         k = CylindricalKernel(center_rule="continuous")
         k.register_prior(
