@@ -4,9 +4,10 @@ from pathlib import Path
 
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.runner.compare import CsvWriter, format_summary, run_grid, summarize
-from botorch_ext.runner.loop import COLUMNS, RunConfig
+from botorch_ext.runner.compare import format_summary, run_grid, summarize
+from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.plotting import plot_regret
+from botorch_ext.runner.results import CsvWriter, columns
 
 
 def _row(method, seed, n, value, best, seconds):
@@ -50,13 +51,13 @@ class TestCompare(BotorchTestCase):
             rows = run_grid(
                 RunConfig("branin", "random", budget=4, n_init=2), ["random"], [0, 1]
             )
-            writer = CsvWriter(Path(tmp) / "r.csv")
+            writer = CsvWriter(Path(tmp) / "r.csv", columns(2))
             for row in rows:
                 writer.write(row)
             writer.close()
             with open(Path(tmp) / "r.csv") as f:
                 read = list(csv.DictReader(f))
             self.assertEqual(len(read), 8)
-            self.assertEqual(tuple(read[0]), COLUMNS)
+            self.assertEqual(tuple(read[0]), columns(2))
             plot_regret(rows, Path(tmp) / "p.png", title="t")
             self.assertEqual((Path(tmp) / "p.png").read_bytes()[:4], b"\x89PNG")

@@ -1,8 +1,9 @@
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.runner.loop import COLUMNS, RunConfig, initial_design, run_bo
+from botorch_ext.runner.loop import RunConfig, initial_design, run_bo
 from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.results import columns
 
 FAST = MethodOptions(num_restarts=2, raw_samples=16)
 
@@ -16,7 +17,7 @@ class TestLoop(BotorchTestCase):
         self.assertEqual(rows, seen)
         self.assertEqual([r["n_evals"] for r in rows], list(range(1, 12)))
         for r in rows:
-            self.assertEqual(set(r), set(COLUMNS))
+            self.assertEqual(tuple(r), columns(2))
             self.assertGreaterEqual(r["regret"], 0.0)
         best = [r["best_value"] for r in rows]
         self.assertEqual(
