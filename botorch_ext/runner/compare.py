@@ -9,9 +9,11 @@ import os
 import queue as queue_module
 import signal
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import replace
+from multiprocessing import resource_tracker
 from multiprocessing.managers import SyncManager
 
 import torch
@@ -29,6 +31,24 @@ def _ignore_sigint() -> None:
     # do about it, and the queue's manager must outlive it to hand over the
     # last rows.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _sigint_blocked_in_children() -> Iterator[None]:
+    # Processes started in the block inherit a blocked SIGINT, so Ctrl-C cannot
+    # reach them even while they still import (before any initializer runs);
+    # this process gets a SIGINT sent meanwhile when the block ends.
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover (not POSIX)
+        yield
+        return
+    # Launching multiprocessing's resource tracker unblocks SIGINT in this
+    # thread afterwards; launch it first.
+    resource_tracker.ensure_running()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _init_worker(threads: int, pids) -> None:
@@ -123,7 +143,8 @@ def run_grid(
 def _run_in_processes(todo, workers, threads, collect, on_run_done) -> None:
     context = multiprocessing.get_context("spawn")
     manager = SyncManager(ctx=context)
-    manager.start(_ignore_sigint)
+    with _sigint_blocked_in_children():
+        manager.start(_ignore_sigint)
     try:
         queue, pids = manager.Queue(), manager.list()
 
@@ -146,10 +167,11 @@ def _run_in_processes(todo, workers, threads, collect, on_run_done) -> None:
         )
         futures = {}
         try:
-            futures = {
-                pool.submit(_run_in_worker, config, run_rows, queue): config
-                for config, run_rows in todo
-            }
+            with _sigint_blocked_in_children():  # workers start on submit
+                futures = {
+                    pool.submit(_run_in_worker, config, run_rows, queue): config
+                    for config, run_rows in todo
+                }
             pending = set(futures)
             while pending:
                 done, pending = wait(
