@@ -4,7 +4,8 @@ Subcommands: ``problems`` (list them), ``run`` (one BO loop), ``compare`` (metho
 x seeds, in worker processes, with a summary table and a plot) and ``demo`` (a
 small comparison for a first look). Bad input ends with a one-line error naming
 the valid choices and exit status 2; Ctrl-C keeps the rows written so far and
-exits with 130.
+exits with 130. An output directory holding results is refused unless ``--resume``
+(continue it) or ``--overwrite`` (start afresh) is given.
 """
 
 from __future__ import annotations
