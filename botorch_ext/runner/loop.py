@@ -201,6 +201,8 @@ def run_bo(
         method = method.new_run()
     bounds = problem.bounds
     stored = _stored_points(stored_rows or [], problem.dim)[: config.budget]
+    if len(stored) == config.budget:  # finished: nothing to replay or evaluate
+        return stored
     rows: list[dict] = []
     best = float("inf")
     # `seconds` goes on from the stored attempt's last row.

@@ -6,6 +6,7 @@ from unittest import mock
 import torch
 from botorch.utils.testing import BotorchTestCase
 
+from botorch_ext.runner import methods
 from botorch_ext.runner.loop import RunConfig, initial_design, run_bo
 from botorch_ext.runner.methods import MethodOptions
 from botorch_ext.runner.problems import get_problem
@@ -195,6 +196,13 @@ class TestResume(BotorchTestCase):
         with mock.patch("botorch_ext.runner.loop.get_problem", return_value=counted):
             run_bo(config, stored_rows=_through_csv(uncut[:7], 2))
         self.assertEqual(calls, [1, 1])  # the rest of the cut batch, the last one
+
+    def test_a_finished_run_is_returned_without_any_call(self):
+        config = RunConfig("branin", "turbo", budget=6, n_init=4, options=FAST)
+        rows = run_bo(config)
+        with mock.patch.object(methods.METHODS["turbo"], "new_run") as new_run:
+            self.assertEqual(run_bo(config, stored_rows=rows), rows)
+        new_run.return_value.assert_not_called()
 
     def test_seconds_continue_from_the_stored_rows(self):
         config = RunConfig("branin", "random", budget=6, n_init=4, q=1)
