@@ -4,13 +4,13 @@ Subcommands: ``problems`` (list them), ``run`` (one BO loop), ``compare`` (metho
 x seeds, in worker processes, with a summary table and a plot) and ``demo`` (a
 small comparison for a first look). Bad input ends with a one-line error naming
 the valid choices and exit status 2; Ctrl-C keeps the rows written so far and
-exits with 130.
+exits with 130. An output directory holding results is refused unless ``--resume``
+(continue it) or ``--overwrite`` (start afresh) is given.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -62,11 +62,34 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-restarts", type=int, default=10)
     p.add_argument("--raw-samples", type=int, default=512)
     p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads of each run (results are reproducible at a fixed "
+        "thread count)",
+    )
+    p.add_argument(
         "--initial-conditions",
         default="botorch",
         help=f"one of: {', '.join(INITIAL_CONDITIONS)} (bock: the BOCK paper's "
         "candidate scheme, Sobol points plus sprays around the incumbent, best "
         "--num-restarts refined)",
+    )
+
+
+def _add_output(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--output", default=default, help="output directory")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the results in --output: skip finished runs, continue "
+        "partial ones from their rows (the settings must match config.json)",
+    )
+    group.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="discard the results in --output and start afresh",
     )
 
 
@@ -87,15 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(run)
     run.add_argument("--method", required=True, help=f"one of: {', '.join(METHODS)}")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--output", default="results", help="output directory")
+    _add_output(run, "results")
     compare = sub.add_parser("compare", help="compare methods over seeds")
     _add_common(compare)
     compare.add_argument("--methods", required=True, help="comma-separated methods")
     compare.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     compare.add_argument("--workers", type=int, default=1)
-    compare.add_argument("--output", default="results", help="output directory")
+    _add_output(compare, "results")
     demo = sub.add_parser("demo", help="a two-minute comparison on Hartmann6")
-    demo.add_argument("--output", default="demo-results", help="output directory")
+    _add_output(demo, "demo-results")
     demo.add_argument("--workers", type=int, default=2)
     return parser
 
@@ -117,22 +140,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "problems":
         return _problems()
     try:
+        reuse = {"resume": args.resume, "overwrite": args.overwrite}
         if args.command == "run":
             config = _config(args, method=args.method, seed=args.seed)
-            return _run(config, _output_dir(args.output))
+            _check_threads(args.threads)
+            return _run(config, _output_dir(args.output), args.threads, **reuse)
         if args.command == "compare":
             config = _config(args, method=_split(args.methods)[0], seed=0)
             methods, seeds = _split(args.methods), [int(s) for s in _split(args.seeds)]
+            _check_threads(args.threads)
             return _compare(
-                config, methods, seeds, args.workers, _output_dir(args.output)
+                config,
+                methods,
+                seeds,
+                args.workers,
+                _output_dir(args.output),
+                args.threads,
+                **reuse,
             )
         if args.command == "demo":
-            return _demo(args.workers, _output_dir(args.output))
+            return _demo(args.workers, _output_dir(args.output), **reuse)
     except ValueError as e:
         parser.error(str(e))
     except KeyboardInterrupt:
         print(
-            "\ninterrupted: the rows evaluated so far are in the output CSV",
+            "\ninterrupted: the rows evaluated so far are in the output CSV; "
+            "continue them with the same command and --resume",
             file=sys.stderr,
         )
         return 130
@@ -167,6 +200,11 @@ def _config(args: argparse.Namespace, method: str, seed: int) -> RunConfig:
     return config
 
 
+def _check_threads(threads: int) -> None:
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+
+
 def _output_dir(path: str) -> Path:
     out = Path(path)
     try:
@@ -197,28 +235,40 @@ def _problems() -> int:
     return 0
 
 
-def _run(config: RunConfig, out: Path) -> int:
+def _run(
+    config: RunConfig, out: Path, threads: int, resume: bool, overwrite: bool
+) -> int:
+    import torch
     from tqdm import tqdm
 
-    from botorch_ext.runner.compare import CsvWriter
     from botorch_ext.runner.loop import run_bo
+    from botorch_ext.runner.problems import get_problem
+    from botorch_ext.runner.results import open_output
 
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    writer = CsvWriter(out / "results.csv")
+    torch.set_num_threads(threads)
+    settings = {"command": "run", **config.to_dict(), "threads": threads}
+    dim = get_problem(config.problem, config.dim).dim
+    output = open_output(out, settings, dim, resume=resume, overwrite=overwrite)
+    stored = output.stored_rows
     bar = tqdm(
-        total=config.budget, desc=f"{config.method} on {config.problem}", unit="eval"
+        total=config.budget,
+        initial=min(len(stored), config.budget),
+        desc=f"{config.method} on {config.problem}",
+        unit="eval",
     )
 
     def on_row(row: dict) -> None:
-        writer.write(row)
+        output.writer.write(row)
         bar.update(1)
         bar.set_postfix(best=f"{row['best_value']:.5g}")
 
+    status = "interrupted"
     try:
-        rows = run_bo(config, on_row=on_row)
+        rows = run_bo(config, on_row=on_row, stored_rows=stored)
+        status = "finished"
     finally:
         bar.close()
-        writer.close()
+        output.close(status)
     last = rows[-1]
     print(
         f"best value {last['best_value']:.6g} (regret {last['regret']:.3g}) after "
@@ -228,41 +278,61 @@ def _run(config: RunConfig, out: Path) -> int:
 
 
 def _compare(
-    config: RunConfig, methods: list[str], seeds: list[int], workers: int, out: Path
+    config: RunConfig,
+    methods: list[str],
+    seeds: list[int],
+    workers: int,
+    out: Path,
+    threads: int = 1,
+    resume: bool = False,
+    overwrite: bool = False,
 ) -> int:
+    import torch
     from tqdm import tqdm
 
-    from botorch_ext.runner.compare import (
-        CsvWriter,
-        format_summary,
-        run_grid,
-        summarize,
-    )
+    from botorch_ext.runner.compare import format_summary, run_grid, summarize
     from botorch_ext.runner.plotting import plot_regret
+    from botorch_ext.runner.results import open_output
 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     for method in methods:
         replace(config, method=method).validate()
-    settings = config.to_dict() | {
+    torch.set_num_threads(threads)
+    run_settings = config.to_dict()
+    del run_settings["method"], run_settings["seed"]  # the grid's are below
+    settings = {
+        "command": "compare",
+        **run_settings,
         "methods": methods,
         "seeds": seeds,
+        "threads": threads,
         "workers": workers,
     }
-    (out / "config.json").write_text(json.dumps(settings, indent=2))
-    writer = CsvWriter(out / "results.csv")
+    problem = get_problem(config.problem, config.dim)
+    output = open_output(out, settings, problem.dim, resume=resume, overwrite=overwrite)
     bar = tqdm(total=len(methods) * len(seeds), desc="runs", unit="run")
 
     def on_run_done(done: RunConfig) -> None:
         bar.update(1)
         bar.set_postfix(last=f"{done.method}/seed {done.seed}")
 
+    status = "interrupted"
     try:
-        rows = run_grid(config, methods, seeds, workers, writer.write, on_run_done)
+        rows = run_grid(
+            config,
+            methods,
+            seeds,
+            workers,
+            on_row=output.writer.write,
+            on_run_done=on_run_done,
+            stored_rows=output.stored_rows,
+            threads=threads,
+        )
+        status = "finished"
     finally:
         bar.close()
-        writer.close()
-    problem = get_problem(config.problem, config.dim)
+        output.close(status)
     print(f"\n{problem.name} (dim {problem.dim}, optimum {problem.optimal_value:g})")
     print(format_summary(summarize(rows)))
     plot_regret(rows, out / "regret.png", title=f"{problem.name}, dim {problem.dim}")
@@ -270,7 +340,7 @@ def _compare(
     return 0
 
 
-def _demo(workers: int, out: Path) -> int:
+def _demo(workers: int, out: Path, resume: bool, overwrite: bool) -> int:
     config = RunConfig(
         problem=DEMO["problem"],
         method=DEMO["methods"][0],
@@ -282,7 +352,15 @@ def _demo(workers: int, out: Path) -> int:
         ),
     )
     workers = max(1, min(workers, os.cpu_count() or 1))
-    return _compare(config, list(DEMO["methods"]), list(DEMO["seeds"]), workers, out)
+    return _compare(
+        config,
+        list(DEMO["methods"]),
+        list(DEMO["seeds"]),
+        workers,
+        out,
+        resume=resume,
+        overwrite=overwrite,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,6 +8,7 @@ from io import StringIO
 from pathlib import Path
 from unittest import mock
 
+import torch
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext import cli
@@ -16,11 +17,14 @@ from botorch_ext.runner import methods
 
 def _main(argv):
     out, err = StringIO(), StringIO()
+    threads = torch.get_num_threads()  # the CLI sets them for its process
     with redirect_stdout(out), redirect_stderr(err):
         try:
             code = cli.main(argv)
         except SystemExit as e:
             code = e.code
+        finally:
+            torch.set_num_threads(threads)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -162,6 +166,94 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(
                 [r["method"] for r in rows], ["random"] * 6 + ["sobol"] * 5
             )
+
+    def test_output_with_results_needs_resume_or_overwrite(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["run", "--problem", "branin", "--method", "random", "--budget", "7",
+                    "--n-init", "3", "--output", tmp]  # fmt: skip
+            self.assertEqual(_main(argv)[0], 0)
+            before = (Path(tmp) / "results.csv").read_bytes()
+            compare = ["compare", "--methods", "random", *argv[1:3], *argv[5:]]
+            for command in (argv, compare):
+                code, _, err = _main(command)
+                self.assertEqual(code, 2)
+                self.assertIn("already holds 7 result rows", err)
+                self.assertIn("--resume", err)
+                self.assertIn("--overwrite", err)
+                self.assertNotIn("Traceback", err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertEqual((Path(tmp) / "results.csv").read_bytes(), before)
+            code, _, err = _main([*argv, "--resume", "--overwrite"])
+            self.assertEqual(code, 2)
+            self.assertIn("not allowed with argument", err)
+            code, _, _ = _main([*argv[:-4], "--n-init", "4", "--output", tmp,
+                                "--overwrite"])  # fmt: skip
+            self.assertEqual(code, 0)
+            with open(Path(tmp) / "results.csv") as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(len(rows), 7)  # a fresh file, not 14 rows
+            self.assertEqual(rows[3]["iteration"], "0")  # the new n-init
+
+    def test_resume_continues_a_cut_run_as_if_never_cut(self):
+        calls = {"n": 0}
+        sobol = methods.METHODS["sobol"]
+
+        def cut(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise KeyboardInterrupt
+            return sobol(*args, **kwargs)
+
+        argv = ["run", "--problem", "branin", "--method", "sobol", "--budget", "9",
+                "--n-init", "3", "--q", "2", "--seed", "5"]  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as ref:
+            with mock.patch.dict(methods.METHODS, {"sobol": cut}):
+                self.assertEqual(_main([*argv, "--output", tmp])[0], 130)
+            config = json.loads((Path(tmp) / "config.json").read_text())
+            self.assertEqual(config["status"], "interrupted")
+            self.assertIsNotNone(config["end_time"])
+            code, _, err = _main([*argv, "--output", tmp, "--budget", "10",
+                                  "--resume"])  # fmt: skip
+            self.assertEqual(code, 2)
+            self.assertIn("settings differ", err)
+            self.assertIn("budget: 9 -> 10", err)
+            with open(Path(tmp) / "results.csv") as f:
+                self.assertEqual(len(list(csv.DictReader(f))), 7)  # 3 + 2 + 2
+            self.assertEqual(_main([*argv, "--output", tmp, "--resume"])[0], 0)
+            self.assertEqual(_main([*argv, "--output", ref])[0], 0)
+            read = []
+            for folder in (tmp, ref):
+                with open(Path(folder) / "results.csv") as f:
+                    read.append([
+                        {k: v for k, v in r.items() if not k.endswith("seconds")}
+                        for r in csv.DictReader(f)
+                    ])  # fmt: skip
+            self.assertEqual(read[0], read[1])
+            self.assertEqual(len(read[0]), 9)
+            config = json.loads((Path(tmp) / "config.json").read_text())
+            self.assertEqual(config["status"], "finished")
+            self.assertEqual(len(config["resumed"]), 1)
+
+    def test_compare_config_and_threads(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["compare", "--problem", "branin", "--methods", "random,sobol",
+                    "--seeds", "0,1", "--budget", "4", "--n-init", "3",
+                    "--threads", "2", "--output", tmp]  # fmt: skip
+            code, _, err = _main(argv)
+            self.assertEqual(code, 0, err)
+            config = json.loads((Path(tmp) / "config.json").read_text())
+            self.assertNotIn("method", config)
+            self.assertNotIn("seed", config)
+            self.assertEqual(config["methods"], ["random", "sobol"])
+            self.assertEqual(config["seeds"], [0, 1])
+            self.assertEqual(config["threads"], 2)
+            self.assertEqual(config["torch_threads"], 2)
+            self.assertEqual(config["schema_version"], 2)
+            for key in ("versions", "git_revision", "host", "start_time", "end_time"):
+                self.assertIn(key, config)
+            code, _, err = _main([*argv[:-4], "--threads", "0", "--output", tmp])
+            self.assertEqual(code, 2)
+            self.assertIn("threads must be >= 1, got 0", err)
 
     def test_no_command_prints_help(self):
         code, out, _ = _main([])

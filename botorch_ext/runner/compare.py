@@ -1,47 +1,67 @@
-r"""A grid of runs (methods x seeds), optionally in worker processes, with results
-written to one CSV as they arrive and summarised in a table."""
+r"""A grid of runs (methods x seeds), in this process or in worker processes, with
+every row streamed to the caller as it is evaluated, and a summary table."""
 
 from __future__ import annotations
 
-import csv
 import math
 import multiprocessing
+import os
+import queue as queue_module
+import signal
 import statistics
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
+from multiprocessing import resource_tracker
+from multiprocessing.managers import SyncManager
 
 import torch
 
-from botorch_ext.runner.loop import COLUMNS, RunConfig, run_bo
+from botorch_ext.runner.loop import RunConfig, run_bo
+from botorch_ext.runner.results import holding_interrupts
+
+# How long the parent waits for a finished run before it drains the row queue
+# again; rows reach the CSV at most this long after their evaluation.
+_DRAIN_INTERVAL_S = 0.2
 
 
-class CsvWriter:
-    r"""Append rows to ``path`` and flush each one, so that an interrupted run
-    keeps every evaluation made so far.
-
-    Args:
-        path: The CSV file (created with a header, or truncated).
-    """
-
-    def __init__(self, path: Path) -> None:
-        self._file = open(path, "w", newline="")  # noqa: SIM115 (closed in close())
-        self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS)
-        self._writer.writeheader()
-        self._file.flush()
-
-    def write(self, row: dict) -> None:
-        self._writer.writerow({k: row[k] for k in COLUMNS})
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group; the parent alone decides what to
+    # do about it, and the queue's manager must outlive it to hand over the
+    # last rows.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _run_in_worker(config: RunConfig, threads: int) -> list[dict]:
+@contextmanager
+def _sigint_blocked_in_children() -> Iterator[None]:
+    # Processes started in the block inherit a blocked SIGINT, so Ctrl-C cannot
+    # reach them even while they still import (before any initializer runs);
+    # this process gets a SIGINT sent meanwhile when the block ends.
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover (not POSIX)
+        yield
+        return
+    # Launching multiprocessing's resource tracker unblocks SIGINT in this
+    # thread afterwards; launch it first.
+    resource_tracker.ensure_running()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _init_worker(threads: int, pids) -> None:
+    _ignore_sigint()
     torch.set_num_threads(threads)
-    return run_bo(config)
+    pids.append(os.getpid())
+
+
+def _run_in_worker(config: RunConfig, stored_rows: list[dict], rows) -> None:
+    # Each row goes to the parent's queue as it is evaluated (``put`` returns
+    # once the manager holds it), so a stopped worker has handed over all it
+    # evaluated.
+    run_bo(config, on_row=rows.put, stored_rows=stored_rows)
 
 
 def run_grid(
@@ -51,51 +71,133 @@ def run_grid(
     workers: int = 1,
     on_row: Callable[[dict], None] | None = None,
     on_run_done: Callable[[RunConfig], None] | None = None,
+    stored_rows: Iterable[dict] = (),
+    threads: int | None = None,
 ) -> list[dict]:
-    r"""Run every ``method x seed`` combination of ``base``.
+    r"""Run every ``method x seed`` combination of ``base``, streaming rows.
+
+    Every row reaches ``on_row`` (in this process) as soon as it is evaluated,
+    whatever the number of workers: workers put their rows on a queue that this
+    process drains. On ``KeyboardInterrupt`` the workers are stopped (each after
+    handing over the batch it is evaluating), the queue is drained into
+    ``on_row``, and the interrupt is re-raised.
+
+    Example:
+        >>> rows = run_grid(RunConfig("branin", "random", budget=8, n_init=4),
+        ...                 ["random", "sobol"], [0, 1], workers=2)
 
     Args:
         base: The configuration shared by all runs (its ``method`` and ``seed``
             are replaced).
         methods: Method names.
         seeds: Seeds.
-        workers: Number of worker processes (1 runs in this process). With
-            several workers each uses one torch thread, so runs do not fight
-            over cores.
-        on_row: Called with every row, in this process: as it is evaluated
-            when ``workers == 1``, and when its run finishes otherwise.
-        on_run_done: Called with each finished run's configuration.
+        workers: Number of worker processes (1 runs in this process).
+        on_row: Called with every new row, in this process.
+        on_run_done: Called with each finished run's configuration (also for
+            runs that ``stored_rows`` already finished).
+        stored_rows: Rows of an interrupted attempt of this grid: finished runs
+            are skipped, partial ones continued from their rows (see
+            ``run_bo``).
+        threads: Torch threads of each run (``torch.set_num_threads``); None
+            keeps this process's setting in-process and uses 1 in workers.
 
     Returns:
-        All rows.
+        All rows, stored ones included.
     """
     configs = [replace(base, method=m, seed=s) for m in methods for s in seeds]
     for config in configs:
         config.validate()
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    stored: dict[tuple[str, int], list[dict]] = {}
+    for row in stored_rows:
+        stored.setdefault((row["method"], row["seed"]), []).append(row)
     rows: list[dict] = []
+    todo = []
+    for config in configs:
+        run_rows = stored.get((config.method, config.seed), [])
+        rows.extend(run_rows)
+        if len(run_rows) >= config.budget:
+            if on_run_done is not None:
+                on_run_done(config)
+        else:
+            todo.append((config, run_rows))
 
-    def collect(run_rows: list[dict]) -> None:
-        for row in run_rows:
-            rows.append(row)
-            if on_row is not None:
-                on_row(row)
+    def collect(row: dict) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
 
     if workers <= 1:
-        # In-process runs hand over every row as it is evaluated, so an
-        # interrupted comparison keeps the partial run too.
-        for config in configs:
-            rows.extend(run_bo(config, on_row=on_row))
+        if threads is not None:
+            torch.set_num_threads(threads)
+        for config, run_rows in todo:
+            run_bo(config, on_row=collect, stored_rows=run_rows)
             if on_run_done is not None:
                 on_run_done(config)
         return rows
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_run_in_worker, c, 1): c for c in configs}
-        for future in as_completed(futures):
-            collect(future.result())
-            if on_run_done is not None:
-                on_run_done(futures[future])
+    _run_in_processes(todo, workers, threads or 1, collect, on_run_done)
     return rows
+
+
+def _run_in_processes(todo, workers, threads, collect, on_run_done) -> None:
+    context = multiprocessing.get_context("spawn")
+    manager = SyncManager(ctx=context)
+    with _sigint_blocked_in_children():
+        manager.start(_ignore_sigint)
+    try:
+        queue, pids = manager.Queue(), manager.list()
+
+        def drain() -> None:
+            # Held interrupts: a KeyboardInterrupt inside a proxy call would
+            # lose the row in flight and desynchronize the connection.
+            with holding_interrupts():
+                while True:
+                    try:
+                        row = queue.get_nowait()
+                    except queue_module.Empty:
+                        return
+                    collect(row)
+
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(threads, pids),
+        )
+        futures = {}
+        try:
+            with _sigint_blocked_in_children():  # workers start on submit
+                futures = {
+                    pool.submit(_run_in_worker, config, run_rows, queue): config
+                    for config, run_rows in todo
+                }
+            pending = set(futures)
+            while pending:
+                done, pending = wait(
+                    pending, timeout=_DRAIN_INTERVAL_S, return_when=FIRST_COMPLETED
+                )
+                drain()
+                for future in done:
+                    future.result()  # a worker's error ends the grid here
+                    if on_run_done is not None:
+                        on_run_done(futures[future])
+        except BaseException:
+            # Interrupted (or a run failed): stop the workers, then hand over
+            # every row they queued before they stopped.
+            for future in futures:
+                future.cancel()
+            for pid in list(pids):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            pool.shutdown(wait=True, cancel_futures=True)
+            drain()
+            raise
+        pool.shutdown(wait=True)
+    finally:
+        manager.shutdown()
 
 
 def summarize(rows: list[dict]) -> list[dict]:

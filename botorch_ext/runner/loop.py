@@ -1,13 +1,15 @@
 r"""One Bayesian-optimization run: initial design, then batches of ``q`` proposals.
 
-Data path: problem + method + seed -> initial design -> loop (fit, propose,
-evaluate, append row) -> rows, each handed to ``on_row`` as soon as it exists so
-that an interrupted run keeps what it evaluated.
+Data path: problem + method + seed -> initial design (or the stored rows on
+resume) -> loop (fit, propose, evaluate, append row with the point and timings)
+-> rows, each handed to ``on_row`` as soon as it exists so that an interrupted
+run keeps what it evaluated.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -22,59 +24,13 @@ from botorch_ext.runner.methods import (
     get_method,
 )
 from botorch_ext.runner.problems import get_problem
-
-INITS = ("sobol", "center", "uniform")
-
-#: Columns of ``results.csv``, in order.
-COLUMNS = (
-    "problem",
-    "dim",
-    "method",
-    "seed",
-    "n_evals",
-    "value",
-    "best_value",
-    "regret",
-    "seconds",
-    "init",
-    "outcome_transform",
-    "model_noise",
-    "model_lengthscales",
-    "model_elbo",
-    "model_utility",
-    "model_fit_steps",
-    "model_angular_weights",
-    "model_warp",
+from botorch_ext.runner.results import (
+    diagnostic_fields,
+    holding_interrupts,
+    x_columns,
 )
 
-#: The model-state columns: the fitted state of the iteration that proposed the
-#: row (empty for the initial design and for model-free methods). ``model_noise``
-#: is the noise variance on the model's (standardized) scale,
-#: ``model_lengthscales`` the ``;``-joined lengthscales, ``model_elbo`` the
-#: per-datum ELBO (SVGP methods), ``model_utility`` the expected log soft
-#: improvement of the proposal under the SVGP (the EULBO's utility term; for
-#: ``elbo-svgp`` at ``q = 1`` only), ``model_fit_steps`` the Adam steps of the fit,
-#: and for BOCK ``model_angular_weights`` (``c_0;...;c_P``) and ``model_warp``
-#: (``alpha;beta``).
-DIAGNOSTIC_COLUMNS = {
-    "model_noise": "noise",
-    "model_lengthscales": "lengthscales",
-    "model_elbo": "elbo",
-    "model_utility": "utility",
-    "model_fit_steps": "fit_steps",
-    "model_angular_weights": "angular_weights",
-    "model_warp": "warp",
-}
-
-
-def _diagnostic_fields(diagnostics: dict | None) -> dict:
-    out = {}
-    for column, key in DIAGNOSTIC_COLUMNS.items():
-        value = (diagnostics or {}).get(key)
-        if isinstance(value, list | tuple):
-            value = ";".join(f"{v:.4g}" for v in value)
-        out[column] = "" if value is None else value
-    return out
+INITS = ("sobol", "center", "uniform")
 
 
 @dataclass(frozen=True)
@@ -183,65 +139,156 @@ def initial_design(dim: int, n_init: int, seed: int, init: str) -> torch.Tensor:
     return X
 
 
+def _timings(method, total: float) -> tuple[float, float]:
+    # Methods that fit a model report the fit's share of the call as
+    # ``timings["fit_seconds"]``; the rest of the call is acquisition work.
+    fit = float(getattr(method, "timings", {}).get("fit_seconds", 0.0))
+    return fit, max(total - fit, 0.0)
+
+
+def _stored_points(rows: list[dict], dim: int) -> list[dict]:
+    rows = sorted(rows, key=lambda r: r["n_evals"])
+    if [r["n_evals"] for r in rows] != list(range(1, len(rows) + 1)):
+        raise ValueError(
+            "stored rows must be evaluations 1..n of one run, got n_evals "
+            f"{[r['n_evals'] for r in rows]}"
+        )
+    for r in rows:
+        if any(r.get(c, "") == "" for c in x_columns(dim)):
+            raise ValueError(
+                f"stored row {r['n_evals']} has no point (x0..x{dim - 1}); rows "
+                "written before schema version 2 cannot be resumed"
+            )
+    return rows
+
+
 def run_bo(
     config: RunConfig,
     on_row: Callable[[dict], None] | None = None,
+    stored_rows: list[dict] | None = None,
 ) -> list[dict]:
     r"""Run one BO loop and return one row per evaluation.
+
+    With ``stored_rows`` (the rows of an interrupted attempt of the same run) the
+    run continues from them: their points and values become the run's data,
+    nothing they hold is evaluated again, and since every method seeds each
+    iteration from ``config.seed`` and the number of points so far, the rows that
+    follow are those of an uncut run (at the same torch thread count). Methods
+    that carry state between iterations (``new_run``) rebuild it by replaying
+    their calls on the stored data (proposals discarded, nothing evaluated), which
+    costs the stored iterations' compute again. A batch cut short is completed by
+    re-proposing it and evaluating only its missing points.
 
     Example:
         >>> rows = run_bo(RunConfig("branin", "qlogei", budget=15, n_init=5))
 
     Args:
         config: The run configuration (validated here).
-        on_row: Called with each row as soon as it is evaluated.
+        on_row: Called with each new row as soon as it is evaluated (not with
+            stored rows).
+        stored_rows: Rows of this run from ``results.csv`` (``parse_row``'d),
+            ``n_evals`` 1..n.
 
     Returns:
-        The rows (dicts with the keys ``COLUMNS``), in evaluation order.
+        All rows (stored ones first), dicts with the keys ``columns(dim)``, in
+        evaluation order.
     """
     config.validate()
     problem = get_problem(config.problem, config.dim)
     method = get_method(config.method)
-    if hasattr(method, "new_run"):  # methods with state across iterations
+    stateful = hasattr(method, "new_run")
+    if stateful:  # methods with state across iterations
         method = method.new_run()
     bounds = problem.bounds
+    stored = _stored_points(stored_rows or [], problem.dim)[: config.budget]
+    if len(stored) == config.budget:  # finished: nothing to replay or evaluate
+        return stored
     rows: list[dict] = []
     best = float("inf")
+    # `seconds` goes on from the stored attempt's last row.
+    offset = stored[-1]["seconds"] if stored else 0.0
     start = time.monotonic()
-
-    def record(X_new: torch.Tensor, diagnostics: dict | None = None) -> torch.Tensor:
-        nonlocal best
-        extra = _diagnostic_fields(diagnostics)
-        values = problem(X_new)
-        seconds = time.monotonic() - start  # one timestamp per batch
-        for v in values.tolist():
-            best = min(best, v)
-            row = {
-                "problem": problem.name,
-                "dim": problem.dim,
-                "method": config.method,
-                "seed": config.seed,
-                "n_evals": len(rows) + 1,
-                "value": v,
-                "best_value": best,
-                "regret": max(best - problem.optimal_value, 0.0),
-                "seconds": seconds,
-                "init": config.init,
-                "outcome_transform": config.options.outcome_transform,
-                **extra,
-            }
-            rows.append(row)
-            if on_row is not None:
-                on_row(row)
-        return values
-
-    X = initial_design(problem.dim, config.n_init, config.seed, config.init)
-    Y = -record(X).unsqueeze(-1)  # BoTorch maximizes
+    X = torch.empty(0, problem.dim, dtype=torch.double)
+    Y = torch.empty(0, 1, dtype=torch.double)
+    iteration = 0
+    warned = False
     while len(rows) < config.budget:
-        q = min(config.q, config.budget - len(rows))
-        candidates = method(X, Y, bounds, q, config.seed, config.options)
-        candidates = candidates.clamp(0.0, 1.0).to(X)
-        diagnostics = getattr(method, "diagnostics", None)
-        Y = torch.cat([Y, -record(candidates, diagnostics).unsqueeze(-1)])
-        X = torch.cat([X, candidates])
+        n = len(rows)
+        size = config.n_init if iteration == 0 else min(config.q, config.budget - n)
+        n_stored = min(max(len(stored) - n, 0), size)
+        fit_seconds = acq_seconds = 0.0
+        diagnostics = None
+        candidates = None
+        if iteration == 0:
+            if n_stored < size:
+                candidates = initial_design(
+                    problem.dim, config.n_init, config.seed, config.init
+                )
+        elif n_stored < size or stateful:
+            tic = time.monotonic()
+            candidates = method(X, Y, bounds, size, config.seed, config.options)
+            candidates = candidates.clamp(0.0, 1.0).to(X)
+            fit_seconds, acq_seconds = _timings(method, time.monotonic() - tic)
+            diagnostics = getattr(method, "diagnostics", None)
+        for row in stored[n : n + n_stored]:
+            best = min(best, row["value"])
+            rows.append(row)
+        old_X = torch.tensor(
+            [[r[c] for c in x_columns(problem.dim)] for r in stored[n : n + n_stored]],
+            dtype=torch.double,
+        ).reshape(n_stored, problem.dim)
+        old_Y = torch.tensor(
+            [[-r["value"]] for r in stored[n : n + n_stored]], dtype=torch.double
+        ).reshape(n_stored, 1)
+        if candidates is not None and n_stored and not warned:
+            if not torch.equal(candidates[:n_stored], old_X):
+                warnings.warn(
+                    f"{config.method} seed {config.seed}: the proposals replayed on "
+                    f"resume differ from the stored points at iteration {iteration} "
+                    "(another torch thread count or machine?); the stored points "
+                    "are kept, later rows may differ from an uncut run",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                warned = True
+        X, Y = torch.cat([X, old_X]), torch.cat([Y, old_Y])
+        if n_stored == size:
+            iteration += 1
+            continue
+        new_X = candidates[n_stored:size]
+        with holding_interrupts():  # no evaluation without its row
+            tic = time.monotonic()
+            values = problem(new_X)
+            eval_seconds = time.monotonic() - tic
+            seconds = offset + time.monotonic() - start  # one timestamp per batch
+            extra = diagnostic_fields(diagnostics)
+            for j, (x, v) in enumerate(
+                zip(new_X.tolist(), values.tolist(), strict=True)
+            ):
+                best = min(best, v)
+                row = {
+                    "problem": problem.name,
+                    "dim": problem.dim,
+                    "method": config.method,
+                    "seed": config.seed,
+                    "n_evals": len(rows) + 1,
+                    "iteration": iteration,
+                    "batch_position": n_stored + j,
+                    "value": v,
+                    "best_value": best,
+                    "regret": max(best - problem.optimal_value, 0.0),
+                    "seconds": seconds,
+                    "fit_seconds": fit_seconds,
+                    "acq_seconds": acq_seconds,
+                    "eval_seconds": eval_seconds,
+                    "init": config.init,
+                    "outcome_transform": config.options.outcome_transform,
+                    **extra,
+                    **dict(zip(x_columns(problem.dim), x, strict=True)),
+                }
+                rows.append(row)
+                if on_row is not None:
+                    on_row(row)
+        X, Y = torch.cat([X, new_X]), torch.cat([Y, -values.unsqueeze(-1).to(Y)])
+        iteration += 1
     return rows

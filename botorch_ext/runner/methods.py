@@ -5,12 +5,18 @@ A method is one function from ``(train_X, train_Y, bounds, q, seed, options)`` t
 maximization sign and ``seed`` is the run's seed (methods derive per-iteration
 seeds from it and ``len(train_X)``, so a run is reproducible from its seed).
 Registering a function in ``METHODS`` is all it takes to add a method to
-``botorch-ext run`` and ``compare``.
+``botorch-ext run`` and ``compare``. A method may report, after each call, a
+``diagnostics`` dict (the fitted model's state, written to the ``model_*``
+columns) and a ``timings`` dict whose ``"fit_seconds"`` is the part of the call
+spent fitting the model (the runner counts the rest as acquisition time; for the
+EULBO methods, which fit the SVGP jointly with the proposal, only setting up the
+model counts as fitting).
 """
 
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -330,6 +336,7 @@ def _acquisition_method(
     def method(train_X, train_Y, bounds, q, seed, options) -> Tensor:
         seed_i = _iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
+        tic = time.monotonic()
         model = fit_model(
             train_X,
             train_Y,
@@ -338,6 +345,7 @@ def _acquisition_method(
             fully_bayesian=fully_bayesian,
             seed=seed_i,
         )
+        method.timings = {"fit_seconds": time.monotonic() - tic}
         data = SupervisedDataset(
             train_X,
             train_Y,
@@ -374,6 +382,7 @@ def _acquisition_method(
         return candidates.detach()
 
     method.diagnostics = {}
+    method.timings = {}
     return method
 
 
@@ -493,10 +502,12 @@ class _SVGPRun(_TrustRegion):
         self.turbo = turbo
         self.previous: EULBOModel | None = None
         self.diagnostics: dict = {}
+        self.timings: dict = {}
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
         seed_i = _iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
+        tic = time.monotonic()
         if self.previous is None:
             model = EULBOModel(
                 train_X,
@@ -520,8 +531,13 @@ class _SVGPRun(_TrustRegion):
             warnings.simplefilter("ignore", RuntimeWarning)
             if self.utility is None:
                 model.fit_elbo(seed=seed_i)
+                self.timings = {"fit_seconds": time.monotonic() - tic}
                 candidates = _maximize_qlogei(model, train_Y, region, q, options)
             else:
+                # EULBO fits the SVGP jointly with the proposal: only setting up
+                # the model counts as fitting, the joint optimization as
+                # acquisition.
+                self.timings = {"fit_seconds": time.monotonic() - tic}
                 candidates, _ = model.optimize_eulbo(
                     region, q=q, utility=self.utility, seed=seed_i
                 )
@@ -558,11 +574,14 @@ class _TurboExactRun(_TrustRegion):
     def __init__(self) -> None:
         super().__init__()
         self.diagnostics: dict = {}
+        self.timings: dict = {}
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
         seed_i = _iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
+        tic = time.monotonic()
         model = fit_model(train_X, train_Y, options)
+        self.timings = {"fit_seconds": time.monotonic() - tic}
         region = self._trust_region(
             train_X, train_Y, bounds, q, model.covar_module.lengthscale
         )

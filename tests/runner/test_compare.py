@@ -4,9 +4,10 @@ from pathlib import Path
 
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.runner.compare import CsvWriter, format_summary, run_grid, summarize
-from botorch_ext.runner.loop import COLUMNS, RunConfig
+from botorch_ext.runner.compare import format_summary, run_grid, summarize
+from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.plotting import plot_regret
+from botorch_ext.runner.results import CsvWriter, columns
 
 
 def _row(method, seed, n, value, best, seconds):
@@ -50,13 +51,52 @@ class TestCompare(BotorchTestCase):
             rows = run_grid(
                 RunConfig("branin", "random", budget=4, n_init=2), ["random"], [0, 1]
             )
-            writer = CsvWriter(Path(tmp) / "r.csv")
+            writer = CsvWriter(Path(tmp) / "r.csv", columns(2))
             for row in rows:
                 writer.write(row)
             writer.close()
             with open(Path(tmp) / "r.csv") as f:
                 read = list(csv.DictReader(f))
             self.assertEqual(len(read), 8)
-            self.assertEqual(tuple(read[0]), COLUMNS)
+            self.assertEqual(tuple(read[0]), columns(2))
             plot_regret(rows, Path(tmp) / "p.png", title="t")
             self.assertEqual((Path(tmp) / "p.png").read_bytes()[:4], b"\x89PNG")
+
+    def test_resumed_grid_matches_the_uncut_grid(self):
+        base = RunConfig("branin", "random", budget=7, n_init=3, q=2)
+        uncut = run_grid(base, ["random", "sobol"], [0, 1], workers=1)
+        run = lambda m, s: [r for r in uncut if (r["method"], r["seed"]) == (m, s)]
+        stored = run("random", 0) + run("sobol", 1)[:4]  # one finished, one cut
+        key = lambda r: (r["method"], r["seed"], r["n_evals"])
+        strip = lambda rs: [
+            {k: v for k, v in r.items() if not k.endswith("seconds")}
+            for r in sorted(rs, key=key)
+        ]
+        for workers in (1, 2):
+            new, done = [], []
+            rows = run_grid(base, ["random", "sobol"], [0, 1], workers=workers,
+                            on_row=new.append, on_run_done=done.append,
+                            stored_rows=stored)  # fmt: skip
+            self.assertEqual(strip(rows), strip(uncut))
+            self.assertEqual(len(new), 28 - len(stored))
+            self.assertNotIn(("random", 0), {(r["method"], r["seed"]) for r in new})
+            self.assertEqual(min(r["n_evals"] for r in new if r["method"] == "sobol"
+                                 and r["seed"] == 1), 5)  # fmt: skip
+            self.assertEqual(len(done), 4)
+
+    def test_every_worker_row_arrives_before_its_run_is_done(self):
+        events = []
+        base = RunConfig("branin", "random", budget=6, n_init=3, q=1)
+        run_grid(
+            base, ["random", "sobol"], [0], workers=2,
+            on_row=lambda r: events.append(("row", r["method"])),
+            on_run_done=lambda c: events.append(("done", c.method)),
+        )  # fmt: skip
+        for method in ("random", "sobol"):
+            mine = [e for e in events if e[1] == method]
+            self.assertEqual(mine, [("row", method)] * 6 + [("done", method)])
+
+    def test_threads_must_be_positive(self):
+        base = RunConfig("branin", "random", budget=4, n_init=3)
+        with self.assertRaisesRegex(ValueError, "threads must be >= 1, got 0"):
+            run_grid(base, ["random"], [0], threads=0)

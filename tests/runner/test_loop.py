@@ -1,8 +1,16 @@
+import dataclasses
+import tempfile
+from pathlib import Path
+from unittest import mock
+
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.runner.loop import COLUMNS, RunConfig, initial_design, run_bo
+from botorch_ext.runner import methods
+from botorch_ext.runner.loop import RunConfig, initial_design, run_bo
 from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.problems import get_problem
+from botorch_ext.runner.results import CsvWriter, columns, read_results
 
 FAST = MethodOptions(num_restarts=2, raw_samples=16)
 
@@ -16,7 +24,7 @@ class TestLoop(BotorchTestCase):
         self.assertEqual(rows, seen)
         self.assertEqual([r["n_evals"] for r in rows], list(range(1, 12)))
         for r in rows:
-            self.assertEqual(set(r), set(COLUMNS))
+            self.assertEqual(tuple(r), columns(2))
             self.assertGreaterEqual(r["regret"], 0.0)
         best = [r["best_value"] for r in rows]
         self.assertEqual(
@@ -72,8 +80,6 @@ class TestLoop(BotorchTestCase):
     def test_sobol_method_continues_the_initial_sequence(self):
         rows = run_bo(RunConfig("branin", "sobol", budget=10, n_init=4, q=2, seed=2))
         X = initial_design(2, 10, seed=2, init="sobol")
-        from botorch_ext.runner.problems import get_problem
-
         expected = get_problem("branin")(X).tolist()
         self.assertAllClose(
             torch.tensor([r["value"] for r in rows]), torch.tensor(expected)
@@ -111,3 +117,122 @@ class TestLoop(BotorchTestCase):
         for message, config in bad.items():
             with self.assertRaisesRegex(ValueError, message):
                 run_bo(config)
+
+
+def _without_times(rows):
+    return [{k: v for k, v in r.items() if not k.endswith("seconds")} for r in rows]
+
+
+def _through_csv(rows, dim):
+    # Stored rows come back from results.csv, as on a real resume.
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = CsvWriter(Path(tmp) / "results.csv", columns(dim))
+        for row in rows:
+            writer.write(row)
+        writer.close()
+        return read_results(Path(tmp) / "results.csv").rows
+
+
+class TestRowContents(BotorchTestCase):
+    def test_point_iteration_and_batch_position(self):
+        config = RunConfig("branin", "qlogei", budget=9, n_init=4, q=2, options=FAST)
+        rows = run_bo(config)
+        self.assertEqual([r["iteration"] for r in rows], [0] * 4 + [1, 1, 2, 2, 3])
+        self.assertEqual(
+            [r["batch_position"] for r in rows], [0, 1, 2, 3, 0, 1, 0, 1, 0]
+        )
+        X = torch.tensor([[r["x0"], r["x1"]] for r in rows], dtype=torch.double)
+        self.assertTrue(((X >= 0) & (X <= 1)).all())
+        # The point is the one evaluated: re-scoring it gives the stored value.
+        values = get_problem("branin")(X)
+        self.assertEqual(values.tolist(), [r["value"] for r in rows])
+        self.assertTrue(torch.equal(X[:4], initial_design(2, 4, 0, "sobol")))
+
+    def test_timings_split_fitting_from_acquisition(self):
+        config = RunConfig("branin", "qlogei", budget=6, n_init=4, q=1, options=FAST)
+        rows = run_bo(config)
+        for row in rows[:4]:
+            self.assertEqual((row["fit_seconds"], row["acq_seconds"]), (0.0, 0.0))
+            self.assertGreater(row["eval_seconds"], 0.0)
+        for row in rows[4:]:
+            self.assertGreater(row["fit_seconds"], 0.0)
+            self.assertGreater(row["acq_seconds"], 0.0)
+        self.assertGreaterEqual(
+            rows[-1]["seconds"], rows[-1]["fit_seconds"] + rows[-1]["acq_seconds"]
+        )
+        # Model-free methods: the whole proposal is acquisition time.
+        rows = run_bo(RunConfig("branin", "sobol", budget=6, n_init=4))
+        self.assertEqual({r["fit_seconds"] for r in rows}, {0.0})
+
+
+class TestResume(BotorchTestCase):
+    def test_resumed_run_matches_the_uncut_run(self):
+        # Cuts inside the initial design, at a batch boundary and inside a batch.
+        for method in ("random", "sobol", "qlogei", "turbo"):
+            config = RunConfig("branin", method, budget=9, n_init=4, q=2, seed=1,
+                               options=FAST)  # fmt: skip
+            uncut = run_bo(config)
+            for cut in (2, 6, 7):
+                new = []
+                stored = _through_csv(uncut[:cut], 2)
+                resumed = run_bo(config, on_row=new.append, stored_rows=stored)
+                self.assertEqual(
+                    _without_times(resumed), _without_times(uncut), (method, cut)
+                )
+                self.assertEqual(resumed[:cut], stored)  # stored rows kept as is
+                self.assertEqual(_without_times(new), _without_times(uncut[cut:]))
+
+    def test_nothing_stored_is_evaluated_again(self):
+        config = RunConfig("branin", "sobol", budget=9, n_init=4, q=2, seed=1)
+        uncut = run_bo(config)
+        problem = get_problem("branin")
+        calls = []
+
+        def counting(U):
+            calls.append(U.shape[0])
+            return problem.function(U)
+
+        counted = dataclasses.replace(problem, function=counting)
+        with mock.patch("botorch_ext.runner.loop.get_problem", return_value=counted):
+            run_bo(config, stored_rows=_through_csv(uncut[:7], 2))
+        self.assertEqual(calls, [1, 1])  # the rest of the cut batch, the last one
+
+    def test_a_finished_run_is_returned_without_any_call(self):
+        config = RunConfig("branin", "turbo", budget=6, n_init=4, options=FAST)
+        rows = run_bo(config)
+        with mock.patch.object(methods.METHODS["turbo"], "new_run") as new_run:
+            self.assertEqual(run_bo(config, stored_rows=rows), rows)
+        new_run.return_value.assert_not_called()
+
+    def test_seconds_continue_from_the_stored_rows(self):
+        config = RunConfig("branin", "random", budget=6, n_init=4, q=1)
+        stored = [dict(r, seconds=100.0) for r in run_bo(config)[:5]]
+        rows = run_bo(config, stored_rows=stored)
+        self.assertGreaterEqual(rows[-1]["seconds"], 100.0)
+
+    def test_bad_stored_rows(self):
+        config = RunConfig("branin", "random", budget=6, n_init=4, q=1)
+        rows = run_bo(config)
+        with self.assertRaisesRegex(ValueError, r"evaluations 1..n.*\[1, 3\]"):
+            run_bo(config, stored_rows=[rows[0], rows[2]])
+        old = [{k: v for k, v in r.items() if k != "x1"} for r in rows[:2]]
+        with self.assertRaisesRegex(ValueError, "schema version 2"):
+            run_bo(config, stored_rows=old)
+
+    def test_stored_points_that_differ_from_the_replay_warn(self):
+        config = RunConfig("branin", "sobol", budget=7, n_init=4, q=2)
+        stored = run_bo(config)[:5]
+        stored[4] = dict(stored[4], x0=0.123)
+        with self.assertWarnsRegex(RuntimeWarning, "differ from the stored points"):
+            rows = run_bo(config, stored_rows=stored)
+        self.assertEqual(rows[4]["x0"], 0.123)  # the stored point is the data
+
+    def test_stateful_svgp_run_is_rebuilt_by_replay(self):
+        # elbo-svgp carries its SVGP from step to step; resuming replays the
+        # stored steps to rebuild it, so the rows after the cut are the uncut ones.
+        options = MethodOptions(num_restarts=2, raw_samples=16, num_inducing_points=8)
+        config = RunConfig("branin", "elbo-svgp", budget=7, n_init=5, seed=1,
+                           options=options)  # fmt: skip
+        uncut = run_bo(config)
+        resumed = run_bo(config, stored_rows=_through_csv(uncut[:6], 2))
+        self.assertEqual(_without_times(resumed), _without_times(uncut))

@@ -1,0 +1,525 @@
+r"""The results of runs on disk: the ``results.csv`` schema, its writer and reader,
+``config.json``, and the rules for re-using an output directory (refuse, resume or
+overwrite).
+
+``results.csv`` has one row per evaluation: the columns ``FIXED_COLUMNS`` followed by
+the evaluated point ``x0 .. x{d-1}`` (``columns(dim)``). Rows are written as whole
+lines, one ``write`` each, so a killed process leaves every row it wrote complete;
+a file is only ever appended to, except that ``--overwrite`` starts it afresh and a
+resume cuts an incomplete last line (a line that holds no complete row).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+#: Version of the ``results.csv`` schema and ``config.json`` layout; 2 added the
+#: point ``x0..``, ``iteration``, ``batch_position`` and the timing columns.
+SCHEMA_VERSION = 2
+
+#: The columns every ``results.csv`` starts with, in order; ``x0 .. x{d-1}`` follow.
+FIXED_COLUMNS = (
+    "problem",
+    "dim",
+    "method",
+    "seed",
+    "n_evals",
+    "iteration",
+    "batch_position",
+    "value",
+    "best_value",
+    "regret",
+    "seconds",
+    "fit_seconds",
+    "acq_seconds",
+    "eval_seconds",
+    "init",
+    "outcome_transform",
+    "model_noise",
+    "model_lengthscales",
+    "model_elbo",
+    "model_utility",
+    "model_fit_steps",
+    "model_angular_weights",
+    "model_warp",
+)
+
+#: The model-state columns and the ``diagnostics`` keys they come from: the fitted
+#: state of the iteration that proposed the row (empty for the initial design and
+#: for model-free methods). ``model_noise`` is the noise variance on the model's
+#: (standardized) scale, ``model_lengthscales`` the ``;``-joined lengthscales,
+#: ``model_elbo`` the per-datum ELBO (SVGP methods), ``model_utility`` the
+#: expected log soft improvement of the proposal under the SVGP (the EULBO's
+#: utility term; for ``elbo-svgp`` at ``q = 1`` only), ``model_fit_steps`` the Adam
+#: steps of the fit, and for BOCK ``model_angular_weights`` (``c_0;...;c_P``) and
+#: ``model_warp`` (``alpha;beta``).
+DIAGNOSTIC_COLUMNS = {
+    "model_noise": "noise",
+    "model_lengthscales": "lengthscales",
+    "model_elbo": "elbo",
+    "model_utility": "utility",
+    "model_fit_steps": "fit_steps",
+    "model_angular_weights": "angular_weights",
+    "model_warp": "warp",
+}
+
+_INT_COLUMNS = frozenset(
+    {"dim", "seed", "n_evals", "iteration", "batch_position", "model_fit_steps"}
+)
+_FLOAT_COLUMNS = frozenset(
+    {
+        "value",
+        "best_value",
+        "regret",
+        "seconds",
+        "fit_seconds",
+        "acq_seconds",
+        "eval_seconds",
+        "model_noise",
+        "model_elbo",
+        "model_utility",
+    }
+)
+
+#: ``config.json`` keys that describe how and where a run was made, not what it
+#: computes; a resume does not require them to match.
+METADATA_KEYS = frozenset(
+    {
+        "schema_version",
+        "argv",
+        "versions",
+        "git_revision",
+        "host",
+        "torch_threads",
+        "workers",
+        "start_time",
+        "end_time",
+        "status",
+        "resumed",
+    }
+)
+
+
+def x_columns(dim: int) -> tuple[str, ...]:
+    r"""The point's columns ``x0 .. x{dim-1}``."""
+    return tuple(f"x{i}" for i in range(dim))
+
+
+def columns(dim: int) -> tuple[str, ...]:
+    r"""All columns of a ``results.csv`` for a ``dim``-dimensional problem.
+
+    Example:
+        >>> columns(2)[-3:]
+        ('model_warp', 'x0', 'x1')
+    """
+    return FIXED_COLUMNS + x_columns(dim)
+
+
+def diagnostic_fields(diagnostics: dict | None) -> dict:
+    r"""The ``model_*`` columns of a row from a method's ``diagnostics`` dict.
+
+    Args:
+        diagnostics: Keys as in ``DIAGNOSTIC_COLUMNS``' values; lists are
+            ``;``-joined, missing keys are empty.
+
+    Returns:
+        A dict with the keys of ``DIAGNOSTIC_COLUMNS``.
+    """
+    out = {}
+    for column, key in DIAGNOSTIC_COLUMNS.items():
+        value = (diagnostics or {}).get(key)
+        if isinstance(value, list | tuple):
+            value = ";".join(f"{v:.4g}" for v in value)
+        out[column] = "" if value is None else value
+    return out
+
+
+def parse_row(row: dict) -> dict:
+    r"""Convert a row read from ``results.csv`` (all strings) to the types that
+    ``run_bo`` produces (empty optional fields stay ``""``).
+
+    Args:
+        row: A ``csv.DictReader`` row.
+
+    Returns:
+        A new dict with ints and floats where the schema has them.
+    """
+    out = {}
+    for key, value in row.items():
+        if value == "" or not (
+            key in _INT_COLUMNS or key in _FLOAT_COLUMNS or key.startswith("x")
+        ):
+            out[key] = value
+        elif key in _INT_COLUMNS:
+            out[key] = int(value)
+        else:
+            out[key] = float(value)
+    return out
+
+
+@contextmanager
+def holding_interrupts() -> Iterator[None]:
+    r"""Hold ``SIGINT`` and ``SIGTERM`` until the block ends, then deliver them.
+
+    Wraps the evaluation of a batch and the hand-over of its rows (to a file or a
+    queue), so that a stop request cannot fall between an evaluation and its row:
+    an evaluated row is always written. A no-op outside the main thread (where
+    Python cannot set signal handlers).
+
+    Example:
+        >>> with holding_interrupts():
+        ...     writer.write(row)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous[signum] = signal.signal(signum, lambda s, _: received.append(s))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if received:
+            # Re-delivered to the restored handlers: KeyboardInterrupt for SIGINT,
+            # the default (exit) for SIGTERM, nothing where they are ignored.
+            signal.raise_signal(received[0])
+
+
+class CsvWriter:
+    r"""Write rows to a CSV file as whole lines, each with one ``write`` system
+    call (no buffering), so that a killed process leaves no partial row behind
+    and every row written is on disk for the next process to read.
+
+    Args:
+        path: The CSV file.
+        fieldnames: The columns, in order.
+        append: Append to an existing file (whose header must be ``fieldnames``)
+            instead of starting a new one with a header.
+    """
+
+    def __init__(
+        self, path: Path, fieldnames: Sequence[str], append: bool = False
+    ) -> None:
+        self.fieldnames = tuple(fieldnames)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+        self._fd = os.open(path, flags, 0o644)
+        if not append:
+            self._write_line(self.fieldnames)
+
+    def _write_line(self, values: Sequence) -> None:
+        buffer = io.StringIO()
+        csv.writer(buffer).writerow(values)
+        data = buffer.getvalue().encode()
+        while data:  # os.write may write less than asked
+            data = data[os.write(self._fd, data) :]
+
+    def write(self, row: dict) -> None:
+        r"""Append one row (a dict with at least the writer's columns)."""
+        self._write_line([row[k] for k in self.fieldnames])
+
+    def close(self) -> None:
+        r"""Close the file."""
+        os.close(self._fd)
+
+
+@dataclass
+class StoredResults:
+    r"""The rows of an existing ``results.csv``.
+
+    Attributes:
+        header: The file's columns.
+        rows: The complete rows, typed as by ``parse_row``.
+        partial_line: The incomplete last line that was dropped (``""`` if none).
+    """
+
+    header: tuple[str, ...]
+    rows: list[dict] = field(default_factory=list)
+    partial_line: str = ""
+
+
+def read_results(path: Path, repair: bool = False) -> StoredResults:
+    r"""Read a ``results.csv``, tolerating an incomplete last line.
+
+    A process killed while writing (``SIGKILL``, power loss) can leave a last line
+    without its newline; that line is dropped (it is no complete row), and with
+    ``repair=True`` also cut from the file so that appended rows start on a line
+    of their own.
+
+    Args:
+        path: The file.
+        repair: Cut an incomplete last line from the file.
+
+    Returns:
+        The header, the parsed rows and the dropped line.
+
+    Raises:
+        ValueError: If a complete line has the wrong number of fields.
+    """
+    data = Path(path).read_bytes()
+    partial = b""
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        data, partial = data[:cut], data[cut:]
+        if repair:
+            os.truncate(path, cut)
+    reader = csv.reader(io.StringIO(data.decode(), newline=""))
+    header = tuple(next(reader, ()))
+    rows = []
+    for number, values in enumerate(reader, start=2):
+        if len(values) != len(header):
+            raise ValueError(
+                f"{path} line {number} has {len(values)} fields, expected "
+                f"{len(header)}; the file is damaged"
+            )
+        rows.append(parse_row(dict(zip(header, values, strict=True))))
+    return StoredResults(header, rows, partial.decode(errors="replace"))
+
+
+def count_rows(path: Path) -> int:
+    r"""Number of complete rows in a ``results.csv`` (0 if there is no file)."""
+    if not Path(path).exists():
+        return 0
+    try:
+        return len(read_results(path).rows)
+    except (ValueError, UnicodeDecodeError):
+        return -1  # damaged, but it holds something: never truncate it silently
+
+
+def now_iso() -> str:
+    r"""The current UTC time in ISO 8601, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def run_metadata(argv: Sequence[str] | None = None) -> dict:
+    r"""What ``config.json`` records about how and where a run is made.
+
+    Args:
+        argv: The command line (``sys.argv`` if None).
+
+    Returns:
+        ``argv``, ``versions`` (botorch_ext, botorch, gpytorch, torch, Python),
+        ``git_revision`` (of the checkout holding the package; None outside
+        one), ``host`` and ``torch_threads`` (this process's, now).
+    """
+    import botorch
+    import gpytorch
+    import torch
+
+    import botorch_ext
+
+    return {
+        "argv": list(sys.argv if argv is None else argv),
+        "versions": {
+            "botorch_ext": botorch_ext.__version__,
+            "botorch": botorch.__version__,
+            "gpytorch": gpytorch.__version__,
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+        },
+        "git_revision": _git_revision(),
+        "host": socket.gethostname(),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def config_differences(stored: dict, new: dict) -> list[str]:
+    r"""The settings in which two ``config.json`` contents differ (metadata such as
+    times, versions and the worker count aside).
+
+    Args:
+        stored: The stored ``config.json``.
+        new: The configuration of the new command.
+
+    Returns:
+        One ``"name: stored -> new"`` string per differing setting (nested
+        settings as ``options.q``), sorted.
+    """
+
+    def flat(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for key, value in d.items():
+            if not prefix and key in METADATA_KEYS:
+                continue
+            if isinstance(value, dict):
+                out |= flat(value, f"{prefix}{key}.")
+            else:
+                out[f"{prefix}{key}"] = value
+        return out
+
+    a, b = flat(stored), flat(new)
+    missing = "(missing)"
+    return [
+        f"{key}: {a.get(key, missing)!r} -> {b.get(key, missing)!r}"
+        for key in sorted(set(a) | set(b))
+        if a.get(key, missing) != b.get(key, missing)
+    ]
+
+
+@dataclass
+class Output:
+    r"""An output directory opened for writing: the CSV writer, the rows stored by
+    an earlier (resumed) attempt and the ``config.json`` contents.
+
+    Use ``open_output`` to make one and ``close`` to record the end.
+    """
+
+    directory: Path
+    config: dict
+    writer: CsvWriter
+    stored_rows: list[dict]
+
+    def close(self, status: str) -> None:
+        r"""Close the CSV and write ``end_time`` and ``status`` to ``config.json``.
+
+        Args:
+            status: ``"finished"`` or ``"interrupted"``.
+        """
+        self.writer.close()
+        self.config["end_time"] = now_iso()
+        self.config["status"] = status
+        _write_config(self.directory, self.config)
+
+
+def _write_config(directory: Path, config: dict) -> None:
+    # Written to a temporary name and renamed, so a kill leaves the old or the new
+    # file, never half of one.
+    tmp = directory / "config.json.tmp"
+    tmp.write_text(json.dumps(config, indent=2))
+    os.replace(tmp, directory / "config.json")
+
+
+def open_output(
+    directory: Path,
+    config: dict,
+    dim: int,
+    resume: bool = False,
+    overwrite: bool = False,
+    argv: Sequence[str] | None = None,
+    log=None,
+) -> Output:
+    r"""Open an output directory for a run or grid: refuse one that holds results
+    unless ``resume`` or ``overwrite`` is given.
+
+    Args:
+        directory: The directory (it must exist and be writable).
+        config: The settings of the new command (written to ``config.json``
+            with ``run_metadata``, ``schema_version`` and ``start_time``).
+        dim: The problem's dimension (the ``x`` columns).
+        resume: Continue the stored results: ``config.json`` must match
+            ``config``; the stored rows are returned and new ones appended.
+        overwrite: Start a fresh ``results.csv``.
+        argv: The command line to record (``sys.argv`` if None).
+        log: Called with one-line notes for the user (e.g. a dropped partial
+            line); ``print`` to stderr if None.
+
+    Returns:
+        The opened ``Output``.
+
+    Raises:
+        ValueError: If the directory holds results and neither flag is given,
+            both are given, or the stored configuration differs or cannot be
+            resumed (naming the differing settings).
+    """
+    if log is None:
+
+        def log(message: str) -> None:
+            print(message, file=sys.stderr)
+
+    if resume and overwrite:
+        raise ValueError("--resume and --overwrite exclude each other; pass one")
+    path = directory / "results.csv"
+    n_rows = count_rows(path)
+    fieldnames = columns(dim)
+    # Through JSON, so that tuples compare equal to the lists read back.
+    new_config = json.loads(json.dumps({"schema_version": SCHEMA_VERSION, **config}))
+    metadata = run_metadata(argv)
+    if n_rows and not (resume or overwrite):
+        held = "a damaged results.csv" if n_rows < 0 else f"{n_rows} result rows"
+        raise ValueError(
+            f"output directory {str(directory)!r} already holds {held}; pass "
+            "--resume to continue them or --overwrite to discard them"
+        )
+    if resume and n_rows:
+        stored_config = _read_config(directory)
+        if stored_config.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(
+                f"cannot resume {str(directory)!r}: its results have schema version "
+                f"{stored_config.get('schema_version', 1)}, this botorch_ext writes "
+                f"{SCHEMA_VERSION}; use --overwrite or another --output"
+            )
+        differences = config_differences(stored_config, new_config)
+        if differences:
+            raise ValueError(
+                f"cannot resume {str(directory)!r}: the settings differ from the "
+                f"stored config.json ({'; '.join(differences)})"
+            )
+        stored = read_results(path, repair=True)
+        if stored.header != fieldnames:
+            raise ValueError(
+                f"cannot resume {str(directory)!r}: results.csv has the columns "
+                f"{', '.join(stored.header)}, expected {', '.join(fieldnames)}"
+            )
+        if stored.partial_line:
+            log(
+                f"resume: dropped an incomplete last line of {path} "
+                f"({len(stored.partial_line)} characters, no complete row)"
+            )
+        stored_config.setdefault("resumed", []).append(
+            {"time": now_iso(), "workers": config.get("workers"), **metadata}
+        )
+        stored_config |= {"end_time": None, "status": "running"}
+        _write_config(directory, stored_config)
+        writer = CsvWriter(path, fieldnames, append=True)
+        return Output(directory, stored_config, writer, stored.rows)
+    if resume and path.exists() and n_rows == 0:
+        log(f"resume: {path} holds no rows yet; starting from the beginning")
+    full = {
+        **new_config,
+        **metadata,
+        "start_time": now_iso(),
+        "end_time": None,
+        "status": "running",
+    }
+    _write_config(directory, full)
+    return Output(directory, full, CsvWriter(path, fieldnames), [])
+
+
+def _read_config(directory: Path) -> dict:
+    try:
+        return json.loads((directory / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(
+            f"cannot resume {str(directory)!r}: no readable config.json ({e})"
+        ) from e
