@@ -109,8 +109,16 @@ def _scaled_kernel() -> ScaleKernel:
     return ScaleKernel(CylindricalKernel())
 
 
+def _floored(floor) -> callable:
+    # The continuous center rule with floors on the angular weights (issue 13).
+    return lambda: CylindricalKernel(angular_weights_floor=floor)
+
+
 #: Kernel variants of BOCK, next to the runner's named kernels.
 VARIANTS = {
+    "bock-floor50": _floored([0.0, 0.5, 0.0, 0.0]),
+    "bock-floor-both": _floored([0.05, 0.05, 0.0, 0.0]),
+    "bock-floor-nonconst50": _floored([0.0, 0.5 / 3, 0.5 / 3, 0.5 / 3]),
     "bock-scaled": _scaled_kernel,
     "bock-logit-prior": _LogitPriorCylindricalKernel,
     "bock-wide-warp": _wide_warp_kernel,
