@@ -29,6 +29,7 @@ import torch
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.posteriors.fully_bayesian import MCMC_DIM, GaussianMixturePosterior
+from botorch.posteriors.transformed import TransformedPosterior
 from gpytorch.constraints import Interval
 from gpytorch.kernels import Kernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
@@ -128,11 +129,14 @@ class SGMCMCFullyBayesianSingleTaskGP(SingleTaskGP):
         observation_noise: bool | Tensor = False,
         posterior_transform: Any = None,
         **kwargs: Any,
-    ) -> GaussianMixturePosterior:
+    ) -> GaussianMixturePosterior | TransformedPosterior:
         r"""The mixture posterior over the draws at ``X`` (``batch x q x d``).
 
         Returns:
-            A ``GaussianMixturePosterior`` with the draws in ``MCMC_DIM``.
+            A ``GaussianMixturePosterior`` with the draws in ``MCMC_DIM``; with a
+            non-linear outcome transform (e.g. ``Bilog``), a ``TransformedPosterior``
+            whose base is that mixture (samples are mapped back, as for
+            ``SingleTaskGP``).
         """
         posterior = super().posterior(
             X=X.unsqueeze(MCMC_DIM),
@@ -141,6 +145,17 @@ class SGMCMCFullyBayesianSingleTaskGP(SingleTaskGP):
             posterior_transform=posterior_transform,
             **kwargs,
         )
+        if isinstance(posterior, TransformedPosterior):
+            # A non-linear outcome transform: only samples can be mapped back, so
+            # keep BoTorch's wrapper and make its base the mixture over the draws.
+            return TransformedPosterior(
+                GaussianMixturePosterior(
+                    distribution=posterior._posterior.distribution
+                ),
+                sample_transform=posterior._sample_transform,
+                mean_transform=posterior._mean_transform,
+                variance_transform=posterior._variance_transform,
+            )
         return GaussianMixturePosterior(distribution=posterior.distribution)
 
 

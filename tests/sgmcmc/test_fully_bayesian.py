@@ -177,6 +177,46 @@ class TestFullyBayesianModel(BotorchTestCase):
             self.assertAllClose(post.mean[j], ref.mean[0], rtol=1e-6, atol=1e-8)
             self.assertAllClose(post.variance[j], ref.variance[0], rtol=1e-6, atol=1e-8)
 
+    def test_nonlinear_outcome_transform(self):
+        # Bilog (as the runner's "bilog" uses) makes BoTorch return a
+        # TransformedPosterior; its base must stay the mixture over the draws,
+        # and each draw's samples must be those of the GP with that draw's
+        # hyperparameters, mapped back through Bilog.
+        from botorch.acquisition import qLogNoisyExpectedImprovement
+        from botorch.models.transforms.outcome import Bilog, ChainedOutcomeTransform
+        from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
+        from botorch.posteriors.transformed import TransformedPosterior
+
+        X, Y = data()
+        tf = ChainedOutcomeTransform(bilog=Bilog(), standardize=Standardize(1))
+        model = SGMCMCFullyBayesianSingleTaskGP(
+            X, 50 * Y, outcome_transform=tf, covar_module=CylindricalKernel()
+        )
+        fast_fit(model)
+        Xt = torch.rand(4, 2, dtype=torch.float64)
+        post = model.posterior(Xt)
+        self.assertIsInstance(post, TransformedPosterior)
+        self.assertIsInstance(post._posterior, GaussianMixturePosterior)
+        k = model.num_mcmc_samples
+        self.assertEqual(post.base_sample_shape, torch.Size([k, 4]))
+        base = torch.randn(256, k, 4, dtype=torch.float64)
+        samples = post.rsample_from_base_samples(torch.Size([256]), base)
+        self.assertEqual(samples.shape, torch.Size([256, k, 4, 1]))
+        # Draw-wise reference: the base mvn of each draw (BoTorch has already
+        # undone the affine standardization there), mapped back through the
+        # inverse Bilog, sign(z) (exp|z| - 1).
+        mvn = post._posterior.distribution
+        L = torch.linalg.cholesky(mvn.covariance_matrix)
+        z = mvn.mean.unsqueeze(0) + (L.unsqueeze(0) @ base.unsqueeze(-1)).squeeze(-1)
+        ref = (z.sign() * z.abs().expm1()).unsqueeze(-1)
+        self.assertAllClose(samples, ref, rtol=1e-6, atol=1e-6)
+        # The draws are kept apart (MCMC_DIM), not averaged away.
+        self.assertGreater((mvn.mean[0] - mvn.mean[1]).abs().max().item(), 0.0)
+        acqf = qLogNoisyExpectedImprovement(model, X_baseline=X)
+        values = acqf(torch.rand(3, 1, 2, dtype=torch.float64))
+        self.assertEqual(values.shape, torch.Size([3]))
+        self.assertTrue(bool(torch.isfinite(values).all()))
+
     def test_draws_differ_and_start_at_the_map(self):
         X, Y = data(n=20)
         model = SGMCMCFullyBayesianSingleTaskGP(X, Y, outcome_transform=Standardize(1))
