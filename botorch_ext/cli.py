@@ -25,7 +25,7 @@ from botorch_ext.runner.methods import (
     OUTCOME_TRANSFORMS,
     MethodOptions,
 )
-from botorch_ext.runner.problems import PROBLEMS, get_problem
+from botorch_ext.runner.problems import PROBLEMS, botorch_function_names, get_problem
 
 #: The ``demo`` comparison: small enough for about two minutes on 2 cores.
 DEMO = {
@@ -46,7 +46,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--problem", required=True, help=f"one of: {', '.join(PROBLEMS)}")
+    p.add_argument(
+        "--problem",
+        required=True,
+        help=f"one of: {', '.join(PROBLEMS)}; botorch:NAME (a class of "
+        "botorch.test_functions.synthetic); module:callable (your own "
+        "SyntheticTestFunction subclass or factory)",
+    )
     p.add_argument(
         "--dim", type=int, default=None, help="dimension (scalable problems)"
     )
@@ -231,6 +237,12 @@ def _problems() -> int:
             f"{name:<20}{p.dim:>5}  {p.optimal_value:>10.6g}  {p.sense:<9}"
             f"{p.domain:<20}{scalable}"
         )
+    print(
+        "also botorch:NAME, any of: "
+        + ", ".join(botorch_function_names())
+        + " (--dim where it takes one; BoTorch's bounds and optimum), and "
+        "module:callable, your own SyntheticTestFunction subclass or factory"
+    )
     print("every problem is exposed to BoTorch on [0, 1]^d")
     return 0
 

@@ -63,6 +63,26 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(config["options"]["outcome_transform"], "standardize")
             self.assertEqual(config["options"]["initial_conditions"], "botorch")
 
+    def test_run_a_botorch_test_function(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["run", "--problem", "botorch:StyblinskiTang", "--dim", "3",
+                    "--method", "sobol", "--budget", "4", "--n-init", "3",
+                    "--output", tmp]  # fmt: skip
+            code, out, err = _main(argv)
+            self.assertEqual(code, 0, err)
+            with open(Path(tmp) / "results.csv") as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual({r["problem"] for r in rows}, {"botorch:StyblinskiTang"})
+            self.assertEqual({r["dim"] for r in rows}, {"3"})
+            # Regret against BoTorch's optimum, -39.166166 per dimension.
+            last = rows[-1]
+            self.assertAlmostEqual(
+                float(last["regret"]), float(last["best_value"]) + 3 * 39.166166
+            )
+            code, _, err = _main([*argv[:2], "botorch:Nope", *argv[3:]])
+            self.assertEqual(code, 2)
+            self.assertIn("unknown BoTorch test function 'Nope'", err)
+
     def test_run_bock_with_the_papers_initial_conditions(self):
         with tempfile.TemporaryDirectory() as tmp:
             argv = ["run", "--problem", "rosenbrock", "--dim", "3", "--method",
