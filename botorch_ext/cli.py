@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from botorch_ext import __version__
+from botorch_ext.runner.compare import BACKENDS
 from botorch_ext.runner.loop import INITS, RunConfig
 from botorch_ext.runner.methods import (
     INITIAL_CONDITIONS,
@@ -121,7 +122,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(compare)
     compare.add_argument("--methods", required=True, help="comma-separated methods")
     compare.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    compare.add_argument("--workers", type=int, default=1)
+    compare.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (processes backend: 1 runs in this process; dask: "
+        "the embedded LocalCluster's workers)",
+    )
+    compare.add_argument(
+        "--backend",
+        default="processes",
+        help=f"one of: {', '.join(BACKENDS)} (dask: one Dask task per run, on an "
+        "embedded LocalCluster or on --scheduler)",
+    )
+    compare.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="with --backend dask: the address of an existing Dask scheduler "
+        "(e.g. tcp://10.0.0.5:8786) instead of an embedded LocalCluster",
+    )
     _add_output(compare, "results")
     demo = sub.add_parser("demo", help="a two-minute comparison on Hartmann6")
     _add_output(demo, "demo-results")
@@ -162,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.workers,
                 _output_dir(args.output),
                 args.threads,
+                backend=args.backend,
+                scheduler=args.scheduler,
                 **reuse,
             )
         if args.command == "demo":
@@ -298,6 +320,8 @@ def _compare(
     threads: int = 1,
     resume: bool = False,
     overwrite: bool = False,
+    backend: str = "processes",
+    scheduler: str | None = None,
 ) -> int:
     import torch
     from tqdm import tqdm
@@ -308,6 +332,12 @@ def _compare(
 
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}"
+        )
+    if scheduler is not None and backend != "dask":
+        raise ValueError("--scheduler needs --backend dask")
     for method in methods:
         replace(config, method=method).validate()
     torch.set_num_threads(threads)
@@ -320,6 +350,8 @@ def _compare(
         "seeds": seeds,
         "threads": threads,
         "workers": workers,
+        "backend": backend,
+        "scheduler": scheduler,
     }
     problem = get_problem(config.problem, config.dim)
     output = open_output(out, settings, problem.dim, resume=resume, overwrite=overwrite)
@@ -340,6 +372,8 @@ def _compare(
             on_run_done=on_run_done,
             stored_rows=output.stored_rows,
             threads=threads,
+            backend=backend,
+            scheduler=scheduler,
         )
         status = "finished"
     finally:

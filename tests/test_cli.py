@@ -133,6 +133,14 @@ class TestCLI(BotorchTestCase):
                     "compare", "--problem", "branin", "--methods", "random",
                     "--outcome-transform", "x"
                 ],
+                "unknown backend 'x'; choose from processes, dask": [
+                    "compare", "--problem", "branin", "--methods", "random",
+                    "--backend", "x"
+                ],
+                "--scheduler needs --backend dask": [
+                    "compare", "--problem", "branin", "--methods", "random",
+                    "--scheduler", "tcp://127.0.0.1:8786"
+                ],
             }  # fmt: skip
             for message, argv in cases.items():
                 code, out, err = _main(argv[:1] + base + argv[1:])

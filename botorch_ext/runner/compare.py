@@ -1,5 +1,6 @@
-r"""A grid of runs (methods x seeds), in this process or in worker processes, with
-every row streamed to the caller as it is evaluated, and a summary table."""
+r"""A grid of runs (methods x seeds), in this process, in worker processes or on
+Dask (``dask_backend``), with every row streamed to the caller as it is
+evaluated, and a summary table."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ import torch
 
 from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.results import holding_interrupts
+
+#: The backends of ``run_grid``: local worker processes, or Dask's distributed
+#: scheduler (embedded ``LocalCluster`` or an existing cluster).
+BACKENDS = ("processes", "dask")
 
 # How long the parent waits for a finished run before it drains the row queue
 # again; rows reach the CSV at most this long after their evaluation.
@@ -73,14 +78,17 @@ def run_grid(
     on_run_done: Callable[[RunConfig], None] | None = None,
     stored_rows: Iterable[dict] = (),
     threads: int | None = None,
+    backend: str = "processes",
+    scheduler: str | None = None,
 ) -> list[dict]:
     r"""Run every ``method x seed`` combination of ``base``, streaming rows.
 
     Every row reaches ``on_row`` (in this process) as soon as it is evaluated,
-    whatever the number of workers: workers put their rows on a queue that this
-    process drains. On ``KeyboardInterrupt`` the workers are stopped (each after
-    handing over the batch it is evaluating), the queue is drained into
-    ``on_row``, and the interrupt is re-raised.
+    whatever the number of workers and the backend: workers put their rows on a
+    queue that this process drains. Both backends give the same rows for the
+    same seeds (at the same thread count). On ``KeyboardInterrupt`` the workers
+    are stopped (each after handing over the batch it is evaluating), the queue
+    is drained into ``on_row``, and the interrupt is re-raised.
 
     Example:
         >>> rows = run_grid(RunConfig("branin", "random", budget=8, n_init=4),
@@ -91,7 +99,8 @@ def run_grid(
             are replaced).
         methods: Method names.
         seeds: Seeds.
-        workers: Number of worker processes (1 runs in this process).
+        workers: Number of worker processes (with ``"processes"``, 1 runs in
+            this process; with ``"dask"``, the embedded cluster's workers).
         on_row: Called with every new row, in this process.
         on_run_done: Called with each finished run's configuration (also for
             runs that ``stored_rows`` already finished).
@@ -100,6 +109,10 @@ def run_grid(
             ``run_bo``).
         threads: Torch threads of each run (``torch.set_num_threads``); None
             keeps this process's setting in-process and uses 1 in workers.
+        backend: ``"processes"`` (local worker processes) or ``"dask"`` (one
+            Dask task per run, see ``dask_backend.run_on_dask``).
+        scheduler: With ``"dask"``, the address of an existing scheduler; None
+            starts an embedded ``LocalCluster`` of ``workers`` processes.
 
     Returns:
         All rows, stored ones included.
@@ -109,6 +122,14 @@ def run_grid(
         config.validate()
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}"
+        )
+    if scheduler is not None and backend != "dask":
+        raise ValueError(
+            f"scheduler {scheduler!r} needs backend 'dask', got backend {backend!r}"
+        )
     stored: dict[tuple[str, int], list[dict]] = {}
     for row in stored_rows:
         stored.setdefault((row["method"], row["seed"]), []).append(row)
@@ -128,6 +149,14 @@ def run_grid(
         if on_row is not None:
             on_row(row)
 
+    if backend == "dask":
+        from botorch_ext.runner.dask_backend import run_on_dask
+
+        if todo:
+            run_on_dask(
+                todo, collect, on_run_done, workers, threads or 1, scheduler=scheduler
+            )
+        return rows
     if workers <= 1:
         if threads is not None:
             torch.set_num_threads(threads)

@@ -106,6 +106,8 @@ METADATA_KEYS = frozenset(
         "host",
         "torch_threads",
         "workers",
+        "backend",
+        "scheduler",
         "start_time",
         "end_time",
         "status",
@@ -497,7 +499,12 @@ def open_output(
                 f"({len(stored.partial_line)} characters, no complete row)"
             )
         stored_config.setdefault("resumed", []).append(
-            {"time": now_iso(), "workers": config.get("workers"), **metadata}
+            {
+                "time": now_iso(),
+                "workers": config.get("workers"),
+                "backend": config.get("backend"),
+                **metadata,
+            }
         )
         stored_config |= {"end_time": None, "status": "running"}
         _write_config(directory, stored_config)
