@@ -114,6 +114,37 @@ class TestCLI(BotorchTestCase):
             with open(Path(tmp) / "results.csv") as f:
                 self.assertEqual(len(list(csv.DictReader(f))), 20)
 
+    def test_plot_and_summary_merge_stored_directories(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for seeds in ("0,1", "2"):
+                argv = ["compare", "--problem", "branin", "--methods",
+                        "random,sobol", "--seeds", seeds, "--budget", "6",
+                        "--n-init", "4", "--q", "2", "--output",
+                        str(Path(tmp) / seeds)]  # fmt: skip
+                code, _, err = _main(argv)
+                self.assertEqual(code, 0, err)
+            dirs = [str(Path(tmp) / "0,1"), str(Path(tmp) / "2")]
+            code, out, err = _main(["summary", *dirs])
+            self.assertEqual(code, 0, err)
+            self.assertIn("branin (dim 2): budget 6, n-init 4, q 2, outcome "
+                          "transform standardize, 3 seeds", out)  # fmt: skip
+            self.assertIn("| random | 3 | 6 |", out)
+            self.assertIn("| sobol | 3 | 6 |", out)
+            png = Path(tmp) / "merged.png"
+            code, out, err = _main(["plot", *dirs, "--output", str(png),
+                                    "--band", "quantiles"])  # fmt: skip
+            self.assertEqual(code, 0, err)
+            self.assertEqual(png.read_bytes()[:4], b"\x89PNG")
+            for argv, message in (
+                (["plot", *dirs, "--band", "x"], "unknown band 'x'"),
+                (["plot", dirs[0], dirs[0]], "is given twice"),
+                (["summary", tmp], "no results.csv in"),
+            ):
+                code, _, err = _main(argv)
+                self.assertEqual(code, 2)
+                self.assertIn(message, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+
     def test_bad_input_is_one_line_with_exit_status_2(self):
         with tempfile.TemporaryDirectory() as tmp:
             blocker = Path(tmp) / "file"
@@ -194,6 +225,8 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(
                 [r["method"] for r in rows], ["random"] * 6 + ["sobol"] * 5
             )
+            # The interrupted grid's plot, of the rows it kept.
+            self.assertEqual((Path(tmp) / "regret.png").read_bytes()[:4], b"\x89PNG")
 
     def test_output_with_results_needs_resume_or_overwrite(self):
         with tempfile.TemporaryDirectory() as tmp:
