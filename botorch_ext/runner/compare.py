@@ -39,10 +39,21 @@ def _ignore_sigint() -> None:
 
 
 @contextmanager
-def _sigint_blocked_in_children() -> Iterator[None]:
-    # Processes started in the block inherit a blocked SIGINT, so Ctrl-C cannot
-    # reach them even while they still import (before any initializer runs);
-    # this process gets a SIGINT sent meanwhile when the block ends.
+def sigint_blocked_in_children() -> Iterator[None]:
+    r"""Start processes with SIGINT blocked, so that Ctrl-C reaches only this one.
+
+    Processes started in the block (worker pools, a Dask ``LocalCluster``)
+    inherit a blocked SIGINT, so Ctrl-C, which reaches the whole process
+    group, cannot kill them or print their tracebacks while this process hands
+    over the last rows and stops them; a SIGINT sent to this process meanwhile
+    is delivered when the block ends.
+
+    Example:
+        >>> with sigint_blocked_in_children():
+        ...     cluster = LocalCluster(n_workers=2)
+    """
+    # Blocked, not ignored: the block covers the children's start-up too, before
+    # any initializer of theirs could ignore the signal.
     if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover (not POSIX)
         yield
         return
@@ -172,7 +183,7 @@ def run_grid(
 def _run_in_processes(todo, workers, threads, collect, on_run_done) -> None:
     context = multiprocessing.get_context("spawn")
     manager = SyncManager(ctx=context)
-    with _sigint_blocked_in_children():
+    with sigint_blocked_in_children():
         manager.start(_ignore_sigint)
     try:
         queue, pids = manager.Queue(), manager.list()
@@ -196,7 +207,7 @@ def _run_in_processes(todo, workers, threads, collect, on_run_done) -> None:
         )
         futures = {}
         try:
-            with _sigint_blocked_in_children():  # workers start on submit
+            with sigint_blocked_in_children():  # workers start on submit
                 futures = {
                     pool.submit(_run_in_worker, config, run_rows, queue): config
                     for config, run_rows in todo

@@ -73,15 +73,20 @@ def run_on_dask(
         raise ImportError(
             "--backend dask needs Dask's distributed: pip install distributed"
         ) from e
+    from botorch_ext.runner.compare import sigint_blocked_in_children
+
     cluster = None
     if scheduler is None:
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
+        # Ctrl-C is this process's to handle: it writes the rows queued so far
+        # and then closes the cluster, whose workers must not die first.
+        with sigint_blocked_in_children():
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
         client = Client(cluster)
     else:
         try:
