@@ -1,11 +1,13 @@
 r"""Command-line front end: parse, validate, call the runner, print.
 
 Subcommands: ``problems`` (list them), ``run`` (one BO loop), ``compare`` (methods
-x seeds, in worker processes, with a summary table and a plot) and ``demo`` (a
-small comparison for a first look). Bad input ends with a one-line error naming
-the valid choices and exit status 2; Ctrl-C keeps the rows written so far and
-exits with 130. An output directory holding results is refused unless ``--resume``
-(continue it) or ``--overwrite`` (start afresh) is given.
+x seeds, in worker processes or on Dask, with a summary table and a plot),
+``demo`` (a small comparison for a first look), and ``plot`` and ``summary``
+(redraw and tabulate stored results of one or more output directories). Bad
+input ends with a one-line error naming the valid choices and exit status 2;
+Ctrl-C keeps the rows written so far and exits with 130. An output directory
+holding results is refused unless ``--resume`` (continue it) or ``--overwrite``
+(start afresh) is given.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from botorch_ext import __version__
+from botorch_ext.runner.compare import BACKENDS
 from botorch_ext.runner.loop import INITS, RunConfig
 from botorch_ext.runner.methods import (
     INITIAL_CONDITIONS,
@@ -25,7 +28,7 @@ from botorch_ext.runner.methods import (
     OUTCOME_TRANSFORMS,
     MethodOptions,
 )
-from botorch_ext.runner.problems import PROBLEMS, get_problem
+from botorch_ext.runner.problems import PROBLEMS, botorch_function_names, get_problem
 
 #: The ``demo`` comparison: small enough for about two minutes on 2 cores.
 DEMO = {
@@ -46,7 +49,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--problem", required=True, help=f"one of: {', '.join(PROBLEMS)}")
+    p.add_argument(
+        "--problem",
+        required=True,
+        help=f"one of: {', '.join(PROBLEMS)}; botorch:NAME (a class of "
+        "botorch.test_functions.synthetic); module:callable (your own "
+        "SyntheticTestFunction subclass or factory)",
+    )
     p.add_argument(
         "--dim", type=int, default=None, help="dimension (scalable problems)"
     )
@@ -93,6 +102,15 @@ def _add_output(p: argparse.ArgumentParser, default: str) -> None:
     )
 
 
+def _add_band(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--band",
+        default="se",
+        help="the plot's band over seeds: se (mean ± 1 standard error, default), "
+        "std (mean ± 1 standard deviation) or quantiles (median, 25%%-75%%)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     r"""Build the ``botorch-ext`` argument parser.
 
@@ -115,8 +133,40 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(compare)
     compare.add_argument("--methods", required=True, help="comma-separated methods")
     compare.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    compare.add_argument("--workers", type=int, default=1)
+    compare.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (processes backend: 1 runs in this process; dask: "
+        "the embedded LocalCluster's workers)",
+    )
+    compare.add_argument(
+        "--backend",
+        default="processes",
+        help=f"one of: {', '.join(BACKENDS)} (dask: one Dask task per run, on an "
+        "embedded LocalCluster or on --scheduler)",
+    )
+    compare.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="with --backend dask: the address of an existing Dask scheduler "
+        "(e.g. tcp://10.0.0.5:8786) instead of an embedded LocalCluster",
+    )
     _add_output(compare, "results")
+    _add_band(compare)
+    plot = sub.add_parser(
+        "plot", help="redraw the regret plot from stored results (no runs)"
+    )
+    plot.add_argument("dirs", nargs="+", metavar="DIR", help="output directories")
+    plot.add_argument(
+        "--output", default=None, help="PNG path (default: regret.png in the first DIR)"
+    )
+    _add_band(plot)
+    summary = sub.add_parser(
+        "summary", help="tabulate stored results per problem and method (no runs)"
+    )
+    summary.add_argument("dirs", nargs="+", metavar="DIR", help="output directories")
     demo = sub.add_parser("demo", help="a two-minute comparison on Hartmann6")
     _add_output(demo, "demo-results")
     demo.add_argument("--workers", type=int, default=2)
@@ -140,6 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "problems":
         return _problems()
     try:
+        if args.command == "plot":
+            return _plot(args.dirs, args.output, args.band)
+        if args.command == "summary":
+            return _summary(args.dirs)
         reuse = {"resume": args.resume, "overwrite": args.overwrite}
         if args.command == "run":
             config = _config(args, method=args.method, seed=args.seed)
@@ -156,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.workers,
                 _output_dir(args.output),
                 args.threads,
+                backend=args.backend,
+                scheduler=args.scheduler,
+                band=args.band,
                 **reuse,
             )
         if args.command == "demo":
@@ -231,6 +288,12 @@ def _problems() -> int:
             f"{name:<20}{p.dim:>5}  {p.optimal_value:>10.6g}  {p.sense:<9}"
             f"{p.domain:<20}{scalable}"
         )
+    print(
+        "also botorch:NAME, any of: "
+        + ", ".join(botorch_function_names())
+        + " (--dim where it takes one; BoTorch's bounds and optimum), and "
+        "module:callable, your own SyntheticTestFunction subclass or factory"
+    )
     print("every problem is exposed to BoTorch on [0, 1]^d")
     return 0
 
@@ -286,16 +349,27 @@ def _compare(
     threads: int = 1,
     resume: bool = False,
     overwrite: bool = False,
+    backend: str = "processes",
+    scheduler: str | None = None,
+    band: str = "se",
 ) -> int:
     import torch
     from tqdm import tqdm
 
     from botorch_ext.runner.compare import format_summary, run_grid, summarize
-    from botorch_ext.runner.plotting import plot_regret
+    from botorch_ext.runner.plotting import BANDS, plot_regret
     from botorch_ext.runner.results import open_output
 
+    if band not in BANDS:
+        raise ValueError(f"unknown band {band!r}; choose from {', '.join(BANDS)}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}"
+        )
+    if scheduler is not None and backend != "dask":
+        raise ValueError("--scheduler needs --backend dask")
     for method in methods:
         replace(config, method=method).validate()
     torch.set_num_threads(threads)
@@ -308,10 +382,18 @@ def _compare(
         "seeds": seeds,
         "threads": threads,
         "workers": workers,
+        "backend": backend,
+        "scheduler": scheduler,
     }
     problem = get_problem(config.problem, config.dim)
     output = open_output(out, settings, problem.dim, resume=resume, overwrite=overwrite)
     bar = tqdm(total=len(methods) * len(seeds), desc="runs", unit="run")
+    title = f"{problem.name}, dim {problem.dim}"
+    seen = list(output.stored_rows)
+
+    def on_row(row: dict) -> None:
+        output.writer.write(row)
+        seen.append(row)
 
     def on_run_done(done: RunConfig) -> None:
         bar.update(1)
@@ -324,19 +406,72 @@ def _compare(
             methods,
             seeds,
             workers,
-            on_row=output.writer.write,
+            on_row=on_row,
             on_run_done=on_run_done,
             stored_rows=output.stored_rows,
             threads=threads,
+            backend=backend,
+            scheduler=scheduler,
         )
         status = "finished"
     finally:
         bar.close()
         output.close(status)
+        if status == "interrupted" and seen:
+            # The plot of an interrupted grid shows what it kept; a failure to
+            # draw must not hide the interrupt (or error) being raised.
+            try:
+                plot_regret(seen, out / "regret.png", title=title, band=band)
+            except Exception as e:  # pragma: no cover (a drawing failure)
+                print(f"no regret.png: {e}", file=sys.stderr)
     print(f"\n{problem.name} (dim {problem.dim}, optimum {problem.optimal_value:g})")
     print(format_summary(summarize(rows)))
-    plot_regret(rows, out / "regret.png", title=f"{problem.name}, dim {problem.dim}")
+    plot_regret(rows, out / "regret.png", title=title, band=band)
     print(f"\nresults: {out / 'results.csv'}; plot: {out / 'regret.png'}")
+    return 0
+
+
+def _by_problem(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["problem"], row["dim"]), []).append(row)
+    return groups
+
+
+def _plot(dirs: list[str], output: str | None, band: str) -> int:
+    from botorch_ext.runner.plotting import BANDS, plot_regret
+    from botorch_ext.runner.results import load_results
+
+    if band not in BANDS:
+        raise ValueError(f"unknown band {band!r}; choose from {', '.join(BANDS)}")
+    groups = _by_problem(load_results([Path(d) for d in dirs]))
+    if len(groups) != 1:
+        held = ", ".join(f"{p} (dim {d})" for p, d in groups) or "no rows"
+        raise ValueError(f"the directories hold {held}; plot one problem at a time")
+    (((name, dim), rows),) = groups.items()
+    path = Path(output) if output is not None else Path(dirs[0]) / "regret.png"
+    plot_regret(rows, path, title=f"{name}, dim {dim}", band=band)
+    print(f"plot: {path}")
+    return 0
+
+
+def _summary(dirs: list[str]) -> int:
+    from botorch_ext.runner.compare import format_summary, summarize
+    from botorch_ext.runner.plotting import run_settings
+    from botorch_ext.runner.results import load_results
+
+    groups = _by_problem(load_results([Path(d) for d in dirs]))
+    if not groups:
+        raise ValueError(f"no result rows in {', '.join(map(repr, dirs))}")
+    for (name, dim), rows in groups.items():
+        s = run_settings(rows)
+        print(
+            f"{name} (dim {dim}): budget {s['budget']}, n-init {s['n_init']}, "
+            f"q {s['q']}, outcome transform {s['outcome_transform']}, "
+            f"{s['seeds']} seeds"
+        )
+        print(format_summary(summarize(rows)))
+        print()
     return 0
 
 

@@ -63,6 +63,26 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(config["options"]["outcome_transform"], "standardize")
             self.assertEqual(config["options"]["initial_conditions"], "botorch")
 
+    def test_run_a_botorch_test_function(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["run", "--problem", "botorch:StyblinskiTang", "--dim", "3",
+                    "--method", "sobol", "--budget", "4", "--n-init", "3",
+                    "--output", tmp]  # fmt: skip
+            code, out, err = _main(argv)
+            self.assertEqual(code, 0, err)
+            with open(Path(tmp) / "results.csv") as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual({r["problem"] for r in rows}, {"botorch:StyblinskiTang"})
+            self.assertEqual({r["dim"] for r in rows}, {"3"})
+            # Regret against BoTorch's optimum, -39.166166 per dimension.
+            last = rows[-1]
+            self.assertAlmostEqual(
+                float(last["regret"]), float(last["best_value"]) + 3 * 39.166166
+            )
+            code, _, err = _main([*argv[:2], "botorch:Nope", *argv[3:]])
+            self.assertEqual(code, 2)
+            self.assertIn("unknown BoTorch test function 'Nope'", err)
+
     def test_run_bock_with_the_papers_initial_conditions(self):
         with tempfile.TemporaryDirectory() as tmp:
             argv = ["run", "--problem", "rosenbrock", "--dim", "3", "--method",
@@ -94,6 +114,37 @@ class TestCLI(BotorchTestCase):
             with open(Path(tmp) / "results.csv") as f:
                 self.assertEqual(len(list(csv.DictReader(f))), 20)
 
+    def test_plot_and_summary_merge_stored_directories(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for seeds in ("0,1", "2"):
+                argv = ["compare", "--problem", "branin", "--methods",
+                        "random,sobol", "--seeds", seeds, "--budget", "6",
+                        "--n-init", "4", "--q", "2", "--output",
+                        str(Path(tmp) / seeds)]  # fmt: skip
+                code, _, err = _main(argv)
+                self.assertEqual(code, 0, err)
+            dirs = [str(Path(tmp) / "0,1"), str(Path(tmp) / "2")]
+            code, out, err = _main(["summary", *dirs])
+            self.assertEqual(code, 0, err)
+            self.assertIn("branin (dim 2): budget 6, n-init 4, q 2, outcome "
+                          "transform standardize, 3 seeds", out)  # fmt: skip
+            self.assertIn("| random | 3 | 6 |", out)
+            self.assertIn("| sobol | 3 | 6 |", out)
+            png = Path(tmp) / "merged.png"
+            code, out, err = _main(["plot", *dirs, "--output", str(png),
+                                    "--band", "quantiles"])  # fmt: skip
+            self.assertEqual(code, 0, err)
+            self.assertEqual(png.read_bytes()[:4], b"\x89PNG")
+            for argv, message in (
+                (["plot", *dirs, "--band", "x"], "unknown band 'x'"),
+                (["plot", dirs[0], dirs[0]], "is given twice"),
+                (["summary", tmp], "no results.csv in"),
+            ):
+                code, _, err = _main(argv)
+                self.assertEqual(code, 2)
+                self.assertIn(message, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+
     def test_bad_input_is_one_line_with_exit_status_2(self):
         with tempfile.TemporaryDirectory() as tmp:
             blocker = Path(tmp) / "file"
@@ -112,6 +163,14 @@ class TestCLI(BotorchTestCase):
                 "choose from standardize": [
                     "compare", "--problem", "branin", "--methods", "random",
                     "--outcome-transform", "x"
+                ],
+                "unknown backend 'x'; choose from processes, dask": [
+                    "compare", "--problem", "branin", "--methods", "random",
+                    "--backend", "x"
+                ],
+                "--scheduler needs --backend dask": [
+                    "compare", "--problem", "branin", "--methods", "random",
+                    "--scheduler", "tcp://127.0.0.1:8786"
                 ],
             }  # fmt: skip
             for message, argv in cases.items():
@@ -166,6 +225,8 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(
                 [r["method"] for r in rows], ["random"] * 6 + ["sobol"] * 5
             )
+            # The interrupted grid's plot, of the rows it kept.
+            self.assertEqual((Path(tmp) / "regret.png").read_bytes()[:4], b"\x89PNG")
 
     def test_output_with_results_needs_resume_or_overwrite(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,5 +1,6 @@
-r"""A grid of runs (methods x seeds), in this process or in worker processes, with
-every row streamed to the caller as it is evaluated, and a summary table."""
+r"""A grid of runs (methods x seeds), in this process, in worker processes or on
+Dask (``dask_backend``), with every row streamed to the caller as it is
+evaluated, and a summary table."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ import torch
 from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.results import holding_interrupts
 
+#: The backends of ``run_grid``: local worker processes, or Dask's distributed
+#: scheduler (embedded ``LocalCluster`` or an existing cluster).
+BACKENDS = ("processes", "dask")
+
 # How long the parent waits for a finished run before it drains the row queue
 # again; rows reach the CSV at most this long after their evaluation.
 _DRAIN_INTERVAL_S = 0.2
@@ -34,10 +39,21 @@ def _ignore_sigint() -> None:
 
 
 @contextmanager
-def _sigint_blocked_in_children() -> Iterator[None]:
-    # Processes started in the block inherit a blocked SIGINT, so Ctrl-C cannot
-    # reach them even while they still import (before any initializer runs);
-    # this process gets a SIGINT sent meanwhile when the block ends.
+def sigint_blocked_in_children() -> Iterator[None]:
+    r"""Start processes with SIGINT blocked, so that Ctrl-C reaches only this one.
+
+    Processes started in the block (worker pools, a Dask ``LocalCluster``)
+    inherit a blocked SIGINT, so Ctrl-C, which reaches the whole process
+    group, cannot kill them or print their tracebacks while this process hands
+    over the last rows and stops them; a SIGINT sent to this process meanwhile
+    is delivered when the block ends.
+
+    Example:
+        >>> with sigint_blocked_in_children():
+        ...     cluster = LocalCluster(n_workers=2)
+    """
+    # Blocked, not ignored: the block covers the children's start-up too, before
+    # any initializer of theirs could ignore the signal.
     if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover (not POSIX)
         yield
         return
@@ -73,14 +89,17 @@ def run_grid(
     on_run_done: Callable[[RunConfig], None] | None = None,
     stored_rows: Iterable[dict] = (),
     threads: int | None = None,
+    backend: str = "processes",
+    scheduler: str | None = None,
 ) -> list[dict]:
     r"""Run every ``method x seed`` combination of ``base``, streaming rows.
 
     Every row reaches ``on_row`` (in this process) as soon as it is evaluated,
-    whatever the number of workers: workers put their rows on a queue that this
-    process drains. On ``KeyboardInterrupt`` the workers are stopped (each after
-    handing over the batch it is evaluating), the queue is drained into
-    ``on_row``, and the interrupt is re-raised.
+    whatever the number of workers and the backend: workers put their rows on a
+    queue that this process drains. Both backends give the same rows for the
+    same seeds (at the same thread count). On ``KeyboardInterrupt`` the workers
+    are stopped (each after handing over the batch it is evaluating), the queue
+    is drained into ``on_row``, and the interrupt is re-raised.
 
     Example:
         >>> rows = run_grid(RunConfig("branin", "random", budget=8, n_init=4),
@@ -91,7 +110,8 @@ def run_grid(
             are replaced).
         methods: Method names.
         seeds: Seeds.
-        workers: Number of worker processes (1 runs in this process).
+        workers: Number of worker processes (with ``"processes"``, 1 runs in
+            this process; with ``"dask"``, the embedded cluster's workers).
         on_row: Called with every new row, in this process.
         on_run_done: Called with each finished run's configuration (also for
             runs that ``stored_rows`` already finished).
@@ -100,6 +120,10 @@ def run_grid(
             ``run_bo``).
         threads: Torch threads of each run (``torch.set_num_threads``); None
             keeps this process's setting in-process and uses 1 in workers.
+        backend: ``"processes"`` (local worker processes) or ``"dask"`` (one
+            Dask task per run, see ``dask_backend.run_on_dask``).
+        scheduler: With ``"dask"``, the address of an existing scheduler; None
+            starts an embedded ``LocalCluster`` of ``workers`` processes.
 
     Returns:
         All rows, stored ones included.
@@ -109,6 +133,14 @@ def run_grid(
         config.validate()
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}"
+        )
+    if scheduler is not None and backend != "dask":
+        raise ValueError(
+            f"scheduler {scheduler!r} needs backend 'dask', got backend {backend!r}"
+        )
     stored: dict[tuple[str, int], list[dict]] = {}
     for row in stored_rows:
         stored.setdefault((row["method"], row["seed"]), []).append(row)
@@ -128,6 +160,14 @@ def run_grid(
         if on_row is not None:
             on_row(row)
 
+    if backend == "dask":
+        from botorch_ext.runner.dask_backend import run_on_dask
+
+        if todo:
+            run_on_dask(
+                todo, collect, on_run_done, workers, threads or 1, scheduler=scheduler
+            )
+        return rows
     if workers <= 1:
         if threads is not None:
             torch.set_num_threads(threads)
@@ -143,7 +183,7 @@ def run_grid(
 def _run_in_processes(todo, workers, threads, collect, on_run_done) -> None:
     context = multiprocessing.get_context("spawn")
     manager = SyncManager(ctx=context)
-    with _sigint_blocked_in_children():
+    with sigint_blocked_in_children():
         manager.start(_ignore_sigint)
     try:
         queue, pids = manager.Queue(), manager.list()
@@ -167,7 +207,7 @@ def _run_in_processes(todo, workers, threads, collect, on_run_done) -> None:
         )
         futures = {}
         try:
-            with _sigint_blocked_in_children():  # workers start on submit
+            with sigint_blocked_in_children():  # workers start on submit
                 futures = {
                     pool.submit(_run_in_worker, config, run_rows, queue): config
                     for config, run_rows in todo

@@ -17,8 +17,10 @@ import torch
 from botorch.utils.sampling import draw_sobol_samples
 
 from botorch_ext.runner.methods import (
+    GAUSSIAN_POSTERIOR_METHODS,
     INITIAL_CONDITIONS,
     OUTCOME_TRANSFORMS,
+    SEQUENTIAL_METHODS,
     SVGP_METHODS,
     MethodOptions,
     get_method,
@@ -74,10 +76,22 @@ class RunConfig:
                 f"budget ({self.budget}) must be at least the initial design "
                 f"(n-init = {self.n_init})"
             )
-        if self.method == "qes" and self.options.outcome_transform != "standardize":
+        if (
+            self.method in GAUSSIAN_POSTERIOR_METHODS
+            and self.options.outcome_transform != "standardize"
+        ):
             raise ValueError(
-                "method 'qes' needs a Gaussian posterior; use --outcome-transform "
-                "standardize"
+                f"method {self.method!r} needs a Gaussian posterior; use "
+                "--outcome-transform standardize"
+            )
+        if (
+            self.method in SEQUENTIAL_METHODS
+            and self.options.initial_conditions != "botorch"
+        ):
+            raise ValueError(
+                f"method {self.method!r} builds its batch point by point, which "
+                f"takes no --initial-conditions {self.options.initial_conditions}; "
+                "use --initial-conditions botorch"
             )
         if (
             self.method in SVGP_METHODS

@@ -25,8 +25,13 @@ import torch
 from botorch.acquisition import (
     qLogExpectedImprovement,
     qLogNoisyExpectedImprovement,
+    qLowerBoundMaxValueEntropy,
+    qMaxValueEntropy,
+    qProbabilityOfImprovement,
+    qUpperConfidenceBound,
 )
 from botorch.acquisition.input_constructors import get_acqf_input_constructor
+from botorch.acquisition.joint_entropy_search import qJointEntropySearch
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
@@ -68,6 +73,13 @@ SGMCMC_DRAWS = 16
 SGMCMC_BUDGET_STEPS = 150
 # Scales of the Gaussian sprays around the incumbent, as fractions of the box.
 SPRAY_SCALES = (1e-3, 1e-2, 1e-1)
+#: ``beta`` of the ``botorch-qucb`` baseline: the value of BoTorch's "Getting
+#: started" example (``UpperConfidenceBound(gp, beta=0.1)``); BoTorch's input
+#: constructor (Ax's default) would use 0.2, the runner's ``qucb`` sqrt(3).
+BOTORCH_UCB_BETA = 0.1
+#: Optimal samples (``get_optimal_samples``) per iteration of ``qjes``: the
+#: default of BoTorch's input constructor (Ax's setting).
+JES_NUM_OPTIMA = 64
 
 
 @dataclass(frozen=True)
@@ -331,8 +343,19 @@ def _acquisition_method(
     acqf_class,
     kernel: str = "default",
     fully_bayesian: bool = False,
+    constructor_class=None,
+    sequential: bool = False,
+    late_kwargs: Callable[[], dict] | None = None,
     **constructor_kwargs,
 ) -> Method:
+    # `constructor_class`: whose registered input constructor builds the
+    # arguments (GIBBON has none of its own and takes qMES's). `sequential`:
+    # the acquisition scores one point at a time, so a batch is built greedily
+    # with the earlier points pending (as BoTorch's MES and GIBBON tutorials do).
+    # `late_kwargs`: constructor arguments read at each call, from module
+    # constants that tests shorten.
+    constructor = get_acqf_input_constructor(constructor_class or acqf_class)
+
     def method(train_X, train_Y, bounds, q, seed, options) -> Tensor:
         seed_i = _iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
@@ -353,11 +376,15 @@ def _acquisition_method(
             outcome_names=["y"],
         )
         pairs = list(zip(bounds[0].tolist(), bounds[1].tolist(), strict=True))
-        kwargs = get_acqf_input_constructor(acqf_class)(
-            model=model, training_data=data, bounds=pairs, **constructor_kwargs
+        kwargs = constructor(
+            model=model,
+            training_data=data,
+            bounds=pairs,
+            **constructor_kwargs,
+            **(late_kwargs() if late_kwargs is not None else {}),
         )
         acqf = acqf_class(**kwargs)
-        kwargs = {"raw_samples": options.raw_samples}
+        kwargs = {"raw_samples": options.raw_samples, "sequential": sequential}
         if options.initial_conditions == "bock":
             kwargs = {
                 "batch_initial_conditions": bock_initial_conditions(
@@ -383,6 +410,7 @@ def _acquisition_method(
 
     method.diagnostics = {}
     method.timings = {}
+    method.sequential = sequential
     return method
 
 
@@ -634,6 +662,21 @@ METHODS: dict[str, Method] = {
     "turbo-elbo-svgp": SVGPMethod(None, turbo=True),
     # TuRBO with an exact GP, the baseline of the TuRBO comparisons.
     "turbo": TurboMethod(),
+    # BoTorch's own acquisition functions on the same model and optimizer
+    # settings as `qlogei`, each built by BoTorch's registered input
+    # constructor (as Ax builds them), for fair comparisons.
+    "botorch-qucb": _acquisition_method(qUpperConfidenceBound, beta=BOTORCH_UCB_BETA),
+    "botorch-qpi": _acquisition_method(qProbabilityOfImprovement),
+    "qjes": _acquisition_method(
+        qJointEntropySearch, late_kwargs=lambda: {"num_optima": JES_NUM_OPTIMA}
+    ),
+    # Max-values from 1000 uniform candidates (the constructor's default).
+    "qmes": _acquisition_method(qMaxValueEntropy, sequential=True),
+    "gibbon": _acquisition_method(
+        qLowerBoundMaxValueEntropy,
+        constructor_class=qMaxValueEntropy,
+        sequential=True,
+    ),
 }
 
 #: Methods that standardize their outcomes themselves (``outcome_transform`` must
@@ -642,6 +685,17 @@ SVGP_METHODS = frozenset(k for k, v in METHODS.items() if isinstance(v, SVGPMeth
 
 #: Methods that fit a model, and so honour ``MethodOptions``.
 MODEL_BASED = frozenset(METHODS) - {"random", "sobol"}
+
+#: Methods whose acquisition needs a Gaussian posterior (``outcome_transform``
+#: must be ``"standardize"``): the entropy searches.
+GAUSSIAN_POSTERIOR_METHODS = frozenset({"qes", "qjes", "qmes", "gibbon"})
+
+#: Methods that build a batch one point at a time (``optimize_acqf``'s
+#: ``sequential=True``), which takes no ``batch_initial_conditions`` (so no
+#: ``initial_conditions="bock"``).
+SEQUENTIAL_METHODS = frozenset(
+    k for k, v in METHODS.items() if getattr(v, "sequential", False)
+)
 
 
 def get_method(name: str) -> Method:

@@ -16,6 +16,19 @@ BOCK paper [Oh2018bock], defined on ``x`` in ``[-1, 1]^d``:
   centre for every ``d``;
 - Levy: ``z = 10 x``, the standard Levy function, min 0 at ``x = 0.1``.
 
+Beyond the registry, ``get_problem`` resolves two kinds of names (``resolve``):
+
+- ``botorch:NAME``: the class ``NAME`` of ``botorch.test_functions.synthetic``
+  (e.g. ``botorch:Ackley``), built with ``dim`` where its constructor takes one;
+- ``module:callable``: a user's ``SyntheticTestFunction`` subclass, or a factory
+  returning an instance, importable as ``module`` (called with ``dim=`` when a
+  dimension is given).
+
+Both keep BoTorch's ``bounds`` (mapped affinely onto the unit cube), its
+``optimal_value`` and its first ``optimizers`` entry; a function that BoTorch
+defines as a maximization problem (``is_minimization_problem`` false, e.g.
+``Cosine8``) is negated, so that every problem is minimized.
+
 The EULBO paper [Maus2024eulbo] also runs the 60-D rover trajectory problem of
 [Wang2018ebo] "with the same obstacle set up as in Maus et al. (2023)"
 [Maus2023robot]. That set-up is not the original one, and ``rover`` follows it:
@@ -66,12 +79,17 @@ References
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from botorch.test_functions import Branin, Hartmann, Levy, Rosenbrock
+from botorch.test_functions import Branin, Hartmann, Levy, Rosenbrock, synthetic
+from botorch.test_functions.base import ConstrainedBaseTestProblem
+from botorch.test_functions.synthetic import SyntheticTestFunction
 from torch import Tensor
 
 
@@ -88,7 +106,8 @@ class Problem:
         name: The registry name.
         dim: The input dimension.
         optimal_value: The global minimum, in the natural sign.
-        optimizer: A ``dim``-dim point of ``[0, 1]^dim`` attaining it.
+        optimizer: A ``dim``-dim point of ``[0, 1]^dim`` attaining it (None where
+            the problem's source does not give one).
         function: Maps an ``n x dim`` tensor in ``[0, 1]^dim`` to ``n`` values.
         domain: The native domain the unit cube is mapped onto, for display.
         sense: The sign convention; every registered problem is minimized.
@@ -97,7 +116,7 @@ class Problem:
     name: str
     dim: int
     optimal_value: float
-    optimizer: Tensor
+    optimizer: Tensor | None
     function: Callable[[Tensor], Tensor]
     domain: str = "[-1, 1]^d"
     sense: str = "minimize"
@@ -406,13 +425,15 @@ PROBLEMS: dict[str, _Entry] = {
 
 
 def get_problem(name: str, dim: int | None = None) -> Problem:
-    r"""Build a registered problem.
+    r"""Build a registered problem, a BoTorch test function or a user's function.
 
     Example:
         >>> problem = get_problem("repeated-hartmann6", dim=20)
+        >>> ackley = get_problem("botorch:Ackley", dim=10)
 
     Args:
-        name: One of ``PROBLEMS``.
+        name: One of ``PROBLEMS``, ``botorch:NAME`` or ``module:callable`` (see
+            ``resolve``).
         dim: The dimension (scalable problems only); the problem's default if None.
 
     Returns:
@@ -421,8 +442,13 @@ def get_problem(name: str, dim: int | None = None) -> Problem:
     Raises:
         ValueError: For an unknown name, or a dimension the problem cannot take.
     """
+    if ":" in name:
+        return resolve(name, dim)
     if name not in PROBLEMS:
-        raise ValueError(f"unknown problem {name!r}; choose from {', '.join(PROBLEMS)}")
+        raise ValueError(
+            f"unknown problem {name!r}; choose from {', '.join(PROBLEMS)}, "
+            "botorch:NAME or module:callable"
+        )
     entry = PROBLEMS[name]
     if dim is None:
         dim = entry.default_dim
@@ -431,3 +457,167 @@ def get_problem(name: str, dim: int | None = None) -> Problem:
     if dim < entry.min_dim:
         raise ValueError(f"problem {name!r} needs dim >= {entry.min_dim}, got {dim}")
     return entry.factory(dim)
+
+
+@functools.cache
+def botorch_function_names() -> tuple[str, ...]:
+    r"""The ``botorch.test_functions.synthetic`` classes ``botorch:NAME`` accepts:
+    concrete ``SyntheticTestFunction``s without constraints, whose default
+    instance has continuous inputs only (``AckleyMixed`` and ``Labs`` do not)."""
+    names = []
+    for name, obj in vars(synthetic).items():
+        if (
+            isinstance(obj, type)
+            and issubclass(obj, SyntheticTestFunction)
+            and not issubclass(obj, ConstrainedBaseTestProblem)
+            and not inspect.isabstract(obj)
+            and obj.__module__ == synthetic.__name__
+        ):
+            default = obj()
+            if not (default.discrete_inds or default.categorical_inds):
+                names.append(name)
+    return tuple(sorted(names))
+
+
+def from_test_function(function: SyntheticTestFunction, name: str) -> Problem:
+    r"""Expose a BoTorch ``SyntheticTestFunction`` as a runner ``Problem``.
+
+    The unit cube is mapped affinely onto ``function.bounds``; values, the
+    optimum and the optimizer are BoTorch's, negated where the function is a
+    maximization problem (``is_minimization_problem`` false), so that the
+    problem is minimized like every other.
+
+    Example:
+        >>> from botorch.test_functions import Ackley
+        >>> problem = from_test_function(Ackley(dim=4), "ackley4")
+
+    Args:
+        function: The test function (single objective, continuous inputs, no
+            constraints, with a known ``optimal_value``).
+        name: The problem's name (written to ``results.csv``).
+
+    Returns:
+        The ``Problem``.
+
+    Raises:
+        ValueError: If the function has constraints, discrete or categorical
+            inputs, several objectives or no known optimal value.
+    """
+    kind = type(function).__name__
+    if isinstance(function, ConstrainedBaseTestProblem):
+        raise ValueError(f"problem {name!r}: {kind} has constraints, not supported")
+    if function.discrete_inds or function.categorical_inds:
+        raise ValueError(
+            f"problem {name!r}: {kind} has discrete or categorical inputs, not "
+            "supported (the runner proposes continuous points)"
+        )
+    if function.num_objectives != 1:
+        raise ValueError(f"problem {name!r}: {kind} has several objectives")
+    try:
+        optimum = function.optimal_value
+    except NotImplementedError as e:
+        raise ValueError(
+            f"problem {name!r}: {kind} has no known optimal value (set "
+            "`_optimal_value`); the runner reports regret against it"
+        ) from e
+    sign = 1.0 if function.is_minimization_problem else -1.0
+    lower, upper = function.bounds.double()
+    optimizer = None
+    if getattr(function, "optimizers", None) is not None:
+        optimizer = _to_unit(function.optimizers[0].double(), lower, upper)
+
+    def evaluate(U: Tensor) -> Tensor:
+        # Rounding in the affine map may step past a bound by an ulp.
+        X = torch.minimum(torch.maximum(_to_native(U, lower, upper), lower), upper)
+        with torch.no_grad():
+            return sign * function(X.to(function.bounds)).to(U)
+
+    if bool((lower == lower[0]).all() and (upper == upper[0]).all()):
+        domain = f"[{lower[0]:g}, {upper[0]:g}]^{function.dim}"
+    else:
+        domain = " x ".join(
+            f"[{lo:g}, {hi:g}]" for lo, hi in zip(lower, upper, strict=True)
+        )
+    return Problem(
+        name=name,
+        dim=function.dim,
+        optimal_value=sign * float(optimum),
+        optimizer=optimizer,
+        function=evaluate,
+        domain=domain,
+    )
+
+
+def resolve(spec: str, dim: int | None = None) -> Problem:
+    r"""Build a problem from ``botorch:NAME`` or ``module:callable``.
+
+    Example:
+        >>> get_problem("botorch:StyblinskiTang", dim=8).optimal_value
+        -313.329328
+
+    Args:
+        spec: ``botorch:NAME`` for a class of ``botorch.test_functions.synthetic``
+            (see ``botorch_function_names``), or ``module:callable`` for a
+            ``SyntheticTestFunction`` subclass or a factory returning an instance
+            (``module`` must be importable; ``callable`` may be dotted).
+        dim: The dimension, passed as ``dim=`` to the class or factory; None
+            uses its default. A function without a ``dim`` argument only
+            accepts its own dimension.
+
+    Returns:
+        The ``Problem`` (see ``from_test_function``), named ``spec``.
+
+    Raises:
+        ValueError: For an unknown class, module or callable, a callable that
+            does not give a ``SyntheticTestFunction``, a dimension the function
+            cannot take, or a function ``from_test_function`` refuses.
+    """
+    source, _, attribute = spec.partition(":")
+    if not source or not attribute:
+        raise ValueError(f"problem {spec!r} must be botorch:NAME or module:callable")
+    if source == "botorch":
+        names = botorch_function_names()
+        if attribute not in names:
+            raise ValueError(
+                f"unknown BoTorch test function {attribute!r} in problem {spec!r}; "
+                f"choose from {', '.join(names)}"
+            )
+        target = getattr(synthetic, attribute)
+    else:
+        try:
+            target = importlib.import_module(source)
+        except ImportError as e:
+            raise ValueError(
+                f"problem {spec!r}: cannot import module {source!r} ({e}); is it on "
+                "PYTHONPATH (on every worker, too)?"
+            ) from e
+        for part in attribute.split("."):
+            if not hasattr(target, part):
+                raise ValueError(f"problem {spec!r}: {source!r} has no {attribute!r}")
+            target = getattr(target, part)
+        if not callable(target):
+            raise ValueError(f"problem {spec!r}: {attribute!r} is not callable")
+    takes_dim = _takes_dim(target)
+    if dim is not None and not takes_dim:
+        kwargs = {}
+    else:
+        kwargs = {} if dim is None else {"dim": dim}
+    try:
+        function = target(**kwargs)
+    except Exception as e:  # user code may raise anything; name the problem
+        raise ValueError(f"problem {spec!r} with dim={dim}: {e}") from e
+    if not isinstance(function, SyntheticTestFunction):
+        raise ValueError(
+            f"problem {spec!r}: {attribute!r} gave a {type(function).__name__}, "
+            "expected a botorch SyntheticTestFunction"
+        )
+    if dim is not None and function.dim != dim:
+        raise ValueError(f"problem {spec!r} has fixed dimension {function.dim}")
+    return from_test_function(function, spec)
+
+
+def _takes_dim(target: Callable) -> bool:
+    try:
+        return "dim" in inspect.signature(target).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        return False

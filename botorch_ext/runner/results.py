@@ -106,6 +106,8 @@ METADATA_KEYS = frozenset(
         "host",
         "torch_threads",
         "workers",
+        "backend",
+        "scheduler",
         "start_time",
         "end_time",
         "status",
@@ -290,6 +292,47 @@ def read_results(path: Path, repair: bool = False) -> StoredResults:
             )
         rows.append(parse_row(dict(zip(header, values, strict=True))))
     return StoredResults(header, rows, partial.decode(errors="replace"))
+
+
+def load_results(directories: Sequence[Path]) -> list[dict]:
+    r"""The rows of the ``results.csv`` files of several output directories, merged
+    (e.g. a grid run in pieces), without running anything.
+
+    Example:
+        >>> rows = load_results([Path("results-seeds-0-4"), Path("results-seeds-5-9")])
+
+    Args:
+        directories: Output directories of ``run`` or ``compare``.
+
+    Returns:
+        All complete rows (an incomplete last line is skipped), in file order.
+
+    Raises:
+        ValueError: If a directory has no ``results.csv``, a file is damaged, or
+            the same run (problem, dim, method, seed) is in two directories
+            (or a directory is given twice).
+    """
+    rows: list[dict] = []
+    owner: dict[tuple, Path] = {}
+    given: set[Path] = set()
+    for directory in directories:
+        if Path(directory).resolve() in given:
+            raise ValueError(f"directory {str(directory)!r} is given twice")
+        given.add(Path(directory).resolve())
+        path = Path(directory) / "results.csv"
+        if not path.is_file():
+            raise ValueError(f"no results.csv in {str(directory)!r}")
+        stored = read_results(path)
+        for row in stored.rows:
+            run = (row["problem"], row["dim"], row["method"], row["seed"])
+            first = owner.setdefault(run, Path(directory))
+            if first != Path(directory):
+                raise ValueError(
+                    f"run {run[2]!r} seed {run[3]} on {run[0]} is in both "
+                    f"{str(first)!r} and {str(directory)!r}; pass one of them"
+                )
+            rows.append(row)
+    return rows
 
 
 def count_rows(path: Path) -> int:
@@ -497,7 +540,12 @@ def open_output(
                 f"({len(stored.partial_line)} characters, no complete row)"
             )
         stored_config.setdefault("resumed", []).append(
-            {"time": now_iso(), "workers": config.get("workers"), **metadata}
+            {
+                "time": now_iso(),
+                "workers": config.get("workers"),
+                "backend": config.get("backend"),
+                **metadata,
+            }
         )
         stored_config |= {"end_time": None, "status": "running"}
         _write_config(directory, stored_config)

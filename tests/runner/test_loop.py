@@ -113,6 +113,23 @@ class TestLoop(BotorchTestCase):
                 n_init=2,
                 options=MethodOptions(outcome_transform="bilog"),
             ),  # fmt: skip
+            "method 'qjes' needs a Gaussian posterior": RunConfig(
+                "branin",
+                "qjes",
+                budget=5,
+                n_init=2,
+                options=MethodOptions(outcome_transform="bilog"),
+            ),  # fmt: skip
+            "'gibbon' builds its batch point by point.*bock": RunConfig(
+                "branin",
+                "gibbon",
+                budget=5,
+                n_init=2,
+                options=MethodOptions(initial_conditions="bock"),
+            ),  # fmt: skip
+            "unknown BoTorch test function 'Nope'": RunConfig(
+                "botorch:Nope", "random", budget=5, n_init=2
+            ),
         }
         for message, config in bad.items():
             with self.assertRaisesRegex(ValueError, message):

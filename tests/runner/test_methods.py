@@ -1,7 +1,9 @@
+import math
 from functools import partial
 from unittest import mock
 
 import torch
+from botorch.models.transforms.outcome import Standardize
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import EULBOOptions
@@ -32,11 +34,65 @@ class TestMethods(BotorchTestCase):
                 with (
                     mock.patch.object(methods, "SGMCMC_BUDGET_STEPS", 20),
                     mock.patch.object(methods, "EULBOOptions", SHORT_SVGP_FIT),
+                    mock.patch.object(methods, "JES_NUM_OPTIMA", 4),
                 ):
                     cand = get_method(name)(X, Y, bounds, q, 0, options)
                 self.assertEqual(cand.shape, torch.Size([q, 3]), name)
                 self.assertTrue(((cand >= 0) & (cand <= 1)).all(), name)
         self.assertEqual(MODEL_BASED, set(METHODS) - {"random", "sobol"})
+
+    def test_botorch_baselines_use_botorchs_acquisitions(self):
+        from botorch.acquisition import (
+            qLowerBoundMaxValueEntropy,
+            qMaxValueEntropy,
+            qProbabilityOfImprovement,
+            qUpperConfidenceBound,
+        )
+        from botorch.acquisition.joint_entropy_search import qJointEntropySearch
+
+        torch.manual_seed(0)
+        X = torch.rand(8, 2, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        seen = {}
+
+        def fake_optimize_acqf(acqf, bounds, q, **kwargs):
+            seen["acqf"], seen["kwargs"] = acqf, kwargs
+            return torch.full((q, 2), 0.5).double(), torch.zeros(())
+
+        expected = {
+            "botorch-qucb": (qUpperConfidenceBound, False),
+            "botorch-qpi": (qProbabilityOfImprovement, False),
+            "qjes": (qJointEntropySearch, False),
+            "qmes": (qMaxValueEntropy, True),
+            "gibbon": (qLowerBoundMaxValueEntropy, True),
+        }
+        for name, (acqf_class, sequential) in expected.items():
+            with (
+                mock.patch.object(methods, "optimize_acqf", fake_optimize_acqf),
+                mock.patch.object(methods, "JES_NUM_OPTIMA", 3),
+            ):
+                get_method(name)(X, Y, bounds, 2, 0, MethodOptions())
+            acqf = seen["acqf"]
+            self.assertIs(type(acqf), acqf_class, name)
+            self.assertEqual(seen["kwargs"]["sequential"], sequential, name)
+            self.assertEqual(seen["kwargs"]["raw_samples"], 512, name)
+            # The same fitted model as qlogei: BoTorch's SingleTaskGP, Standardize.
+            self.assertIsInstance(acqf.model.outcome_transform, Standardize, name)
+        # BoTorch's Getting-started beta (BoTorch stores sqrt(beta * pi / 2)).
+        ucb = get_method("botorch-qucb")
+        with mock.patch.object(methods, "optimize_acqf", fake_optimize_acqf):
+            ucb(X, Y, bounds, 1, 0, MethodOptions())
+        self.assertAlmostEqual(seen["acqf"].beta_prime, math.sqrt(0.1 * math.pi / 2))
+        with mock.patch.object(methods, "optimize_acqf", fake_optimize_acqf):
+            get_method("gibbon")(X, Y, bounds, 1, 0, MethodOptions())
+        # 1000 uniform candidates, to which BoTorch's MES adds the 8 observed.
+        self.assertEqual(seen["acqf"].candidate_set.shape, torch.Size([1008, 2]))
+        with mock.patch.object(methods, "optimize_acqf", fake_optimize_acqf):
+            with mock.patch.object(methods, "JES_NUM_OPTIMA", 3):
+                get_method("qjes")(X, Y, bounds, 1, 0, MethodOptions())
+        self.assertEqual(seen["acqf"].optimal_inputs.shape[-2:], torch.Size([1, 2]))
+        self.assertEqual(seen["acqf"].optimal_inputs.shape[0], 3)
 
     def test_outcome_transforms(self):
         X = torch.rand(8, 2, dtype=torch.double)

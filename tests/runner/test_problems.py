@@ -3,10 +3,40 @@ import math
 import numpy as np
 import scipy.interpolate as si
 import torch
-from botorch.test_functions import Branin, Hartmann
+from botorch.test_functions import Ackley, Branin, Cosine8, Hartmann, StyblinskiTang
+from botorch.test_functions.synthetic import SyntheticTestFunction
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.runner.problems import PROBLEMS, get_problem
+from botorch_ext.runner.problems import (
+    PROBLEMS,
+    botorch_function_names,
+    get_problem,
+)
+
+
+class ShiftedSphere(SyntheticTestFunction):
+    r"""A user's test function for ``module:callable`` (min 1 at x = 2)."""
+
+    _optimal_value = 1.0
+
+    def __init__(self, dim: int = 3, **kwargs) -> None:
+        self.dim = dim
+        self.continuous_inds = list(range(dim))
+        self._bounds = [(-1.0, 4.0)] * dim
+        self._optimizers = [(2.0,) * dim]
+        super().__init__(**kwargs)
+
+    def _evaluate_true(self, X):
+        return 1.0 + ((X - 2.0) ** 2).sum(-1)
+
+
+def negated_sphere(dim: int = 2) -> ShiftedSphere:
+    r"""A factory returning a maximization problem (``negate=True``)."""
+    return ShiftedSphere(dim=dim, negate=True)
+
+
+def not_a_test_function(dim: int = 2):
+    return lambda X: X.sum(-1)
 
 
 class TestProblems(BotorchTestCase):
@@ -84,6 +114,66 @@ class TestProblems(BotorchTestCase):
             problem(torch.full((1, 3), 1.5))
         with self.assertRaisesRegex(ValueError, "no NaN"):
             problem(torch.tensor([[0.5, float("nan"), 0.5]]))
+
+
+class TestBotorchAndUserProblems(BotorchTestCase):
+    def _native(self, U, fn):
+        lower, upper = fn.bounds
+        return lower + U * (upper - lower)
+
+    def test_botorch_name_maps_the_unit_cube_onto_botorchs_bounds(self):
+        torch.manual_seed(0)
+        cases = [
+            ("botorch:Branin", None, Branin(), 1.0),
+            ("botorch:Ackley", 5, Ackley(dim=5), 1.0),
+            ("botorch:StyblinskiTang", 3, StyblinskiTang(dim=3), 1.0),
+            # BoTorch maximizes Cosine8: the runner minimizes its negation.
+            ("botorch:Cosine8", None, Cosine8(), -1.0),
+        ]
+        for spec, dim, fn, sign in cases:
+            problem = get_problem(spec, dim)
+            self.assertEqual(problem.name, spec)
+            self.assertEqual(problem.dim, fn.dim)
+            U = torch.rand(16, fn.dim, dtype=torch.double)
+            self.assertAllClose(problem(U), sign * fn(self._native(U, fn)))
+            self.assertEqual(problem.optimal_value, sign * fn.optimal_value)
+            # BoTorch's optimizer, mapped to the cube, attains the optimum.
+            at_opt = problem(problem.optimizer.unsqueeze(0)).item()
+            self.assertAlmostEqual(at_opt, problem.optimal_value, places=4)
+        self.assertEqual(get_problem("botorch:Hartmann").dim, 6)  # its default
+
+    def test_module_callable(self):
+        spec = f"{__name__}:ShiftedSphere"
+        problem = get_problem(spec, dim=4)
+        self.assertEqual((problem.dim, problem.optimal_value), (4, 1.0))
+        self.assertAllClose(problem.optimizer, torch.full((4,), 0.6).double())
+        U = torch.rand(5, 4, dtype=torch.double)
+        self.assertAllClose(problem(U), ShiftedSphere(4)(-1.0 + 5.0 * U))
+        # A factory of a negated (maximization) function is negated back.
+        flipped = get_problem(f"{__name__}:negated_sphere")
+        self.assertEqual((flipped.dim, flipped.optimal_value), (2, 1.0))
+        self.assertAllClose(flipped(U[:, :2]), ShiftedSphere(2)(-1.0 + 5.0 * U[:, :2]))
+
+    def test_bad_names(self):
+        self.assertIn("Ackley", botorch_function_names())
+        self.assertNotIn("AckleyMixed", botorch_function_names())  # discrete
+        self.assertNotIn("PressureVessel", botorch_function_names())  # constrained
+        bad = {
+            "botorch:Nope": "unknown BoTorch test function 'Nope'.*choose from Ackley",
+            "botorch:PressureVessel": "unknown BoTorch test function",
+            "no_such_module_xyz:f": "cannot import module 'no_such_module_xyz'",
+            f"{__name__}:missing": "has no 'missing'",
+            f"{__name__}:not_a_test_function": "expected a botorch "
+            "SyntheticTestFunction",
+            "botorch:": "must be botorch:NAME or module:callable",
+        }
+        for spec, message in bad.items():
+            with self.assertRaisesRegex(ValueError, message):
+                get_problem(spec)
+        with self.assertRaisesRegex(ValueError, "'botorch:Branin' has fixed dim"):
+            get_problem("botorch:Branin", 3)
+        with self.assertRaisesRegex(ValueError, "'botorch:Hartmann' with dim=5"):
+            get_problem("botorch:Hartmann", 5)
 
 
 # The rover spec, written out again for independent hand computations.

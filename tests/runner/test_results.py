@@ -15,6 +15,7 @@ from botorch_ext.runner.results import (
     columns,
     config_differences,
     holding_interrupts,
+    load_results,
     open_output,
     parse_row,
     read_results,
@@ -216,3 +217,30 @@ class TestHoldingInterrupts(BotorchTestCase):
                 done.append("row written")  # still runs
         self.assertEqual(done, ["row written"])
         self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+
+
+class TestLoadResults(BotorchTestCase):
+    def _write(self, directory: Path, rows):
+        directory.mkdir()
+        writer = CsvWriter(directory / "results.csv", columns(2))
+        for row in rows:
+            writer.write(row)
+        writer.close()
+
+    def test_merges_directories_and_refuses_duplicates(self):
+        seed0 = run_bo(RunConfig("branin", "random", budget=3, n_init=2, seed=0))
+        seed1 = run_bo(RunConfig("branin", "random", budget=3, n_init=2, seed=1))
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b, c = Path(tmp) / "a", Path(tmp) / "b", Path(tmp) / "c"
+            self._write(a, seed0)
+            self._write(b, seed1)
+            self._write(c, seed1[:2])
+            rows = load_results([a, b])
+            self.assertEqual([r["seed"] for r in rows], [0, 0, 0, 1, 1, 1])
+            self.assertEqual(rows[3]["x1"], seed1[0]["x1"])
+            with self.assertRaisesRegex(ValueError, "seed 1 on branin is in both"):
+                load_results([a, b, c])
+            with self.assertRaisesRegex(ValueError, "is given twice"):
+                load_results([a, a])
+            with self.assertRaisesRegex(ValueError, "no results.csv in"):
+                load_results([a, Path(tmp)])

@@ -1,0 +1,167 @@
+import csv
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from io import StringIO
+from pathlib import Path
+from unittest import mock
+
+import torch
+from botorch.utils.testing import BotorchTestCase
+
+from botorch_ext import cli
+from botorch_ext.runner import dask_backend
+from botorch_ext.runner.compare import run_grid
+from botorch_ext.runner.loop import RunConfig
+from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.results import read_results
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The issue's cheap grid: Branin, a model-free and a model-based method.
+GRID = (["random", "sobol", "qlogei"], [0, 1])
+BASE = RunConfig(
+    "branin",
+    "random",
+    budget=5,
+    n_init=3,
+    q=1,
+    options=MethodOptions(num_restarts=2, raw_samples=16),
+)
+
+
+def _key(row):
+    return (row["method"], row["seed"], row["n_evals"])
+
+
+def _without_times(rows):
+    return [
+        {k: v for k, v in r.items() if not k.endswith("seconds")}
+        for r in sorted(rows, key=_key)
+    ]
+
+
+@functools.cache
+def _in_process_rows():
+    # The processes backend's rows (it gives the same rows with any number of
+    # workers: tests/runner/test_compare.py), computed here without spawning.
+    threads = torch.get_num_threads()
+    try:
+        return tuple(run_grid(BASE, *GRID, workers=1, threads=1))
+    finally:
+        torch.set_num_threads(threads)
+
+
+class TestDaskBackend(BotorchTestCase):
+    def test_local_cluster_gives_the_processes_rows_streamed(self):
+        events = []
+        rows = run_grid(
+            BASE, *GRID, workers=2, backend="dask",
+            on_row=lambda r: events.append(("row", r["method"], r["seed"])),
+            on_run_done=lambda c: events.append(("done", c.method, c.seed)),
+        )  # fmt: skip
+        self.assertEqual(_without_times(rows), _without_times(_in_process_rows()))
+        # Every run's rows reach the caller one by one, all before its "done".
+        for method in GRID[0]:
+            for seed in GRID[1]:
+                mine = [e for e in events if e[1:] == (method, seed)]
+                expected = [("row", method, seed)] * 5 + [("done", method, seed)]
+                self.assertEqual(mine, expected)
+
+    def test_bad_backend_arguments(self):
+        with self.assertRaisesRegex(ValueError, "unknown backend 'x'; choose from"):
+            run_grid(BASE, ["random"], [0], backend="x")
+        with self.assertRaisesRegex(ValueError, "scheduler 'tcp://h:1' needs"):
+            run_grid(BASE, ["random"], [0], scheduler="tcp://h:1")
+        with (
+            mock.patch.object(dask_backend, "_CONNECT_TIMEOUT", "1s"),
+            self.assertRaisesRegex(ValueError, "cannot reach the Dask scheduler"),
+        ):
+            run_grid(
+                BASE, ["random"], [0], backend="dask", scheduler="tcp://127.0.0.1:9"
+            )
+
+
+class TestSchedulerByHand(BotorchTestCase):
+    r"""``compare --backend dask --scheduler ADDRESS`` against a ``dask scheduler``
+    and a ``dask worker`` started as separate processes on 127.0.0.1."""
+
+    def setUp(self):
+        super().setUp()
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = Path(tmp.name)
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT), env.get("PYTHONPATH")) if p
+        )
+        file = str(self.tmp / "scheduler.json")
+        self.processes = []
+        for module, args in (
+            ("dask_scheduler", ["--host", "127.0.0.1", "--port", "0"]),
+            ("dask_worker", ["--scheduler-file", file, "--nworkers", "2"]),
+        ):
+            command = [sys.executable, "-m", f"distributed.cli.{module}", *args,
+                       "--no-dashboard", "--scheduler-file", file]  # fmt: skip
+            if module == "dask_worker":
+                command = command[:-2] + ["--nthreads", "1"]
+            log = open(self.tmp / f"{module}.log", "w")  # noqa: SIM115
+            self.addCleanup(log.close)
+            process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
+            self.processes.append(process)
+            self.addCleanup(self._stop, process)
+            if module == "dask_scheduler":
+                self.address = self._wait_for_address(Path(file))
+
+    def _wait_for_address(self, file: Path) -> str:
+        for _ in range(600):  # the file appears once the scheduler listens
+            if file.exists() and file.read_text().strip():
+                return json.loads(file.read_text())["address"]
+            time.sleep(0.1)
+        self.fail(f"no scheduler: {(self.tmp / 'dask_scheduler.log').read_text()}")
+
+    def _stop(self, process):
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def _compare(self, *extra):
+        argv = ["compare", "--problem", "branin", "--methods", ",".join(GRID[0]),
+                "--seeds", "0,1", "--budget", "5", "--n-init", "3",
+                "--num-restarts", "2", "--raw-samples", "16", "--backend", "dask",
+                "--scheduler", self.address, "--output", str(self.tmp / "out"),
+                *extra]  # fmt: skip
+        out, err = StringIO(), StringIO()
+        threads = torch.get_num_threads()
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = cli.main(argv)
+            except SystemExit as e:
+                code = e.code
+            finally:
+                torch.set_num_threads(threads)
+        self.assertEqual(code, 0, err.getvalue())
+
+    def test_compare_on_a_scheduler_started_by_hand_and_resume(self):
+        self._compare()
+        path = self.tmp / "out" / "results.csv"
+        expected = _without_times(_in_process_rows())
+        self.assertEqual(_without_times(read_results(path).rows), expected)
+        config = json.loads((self.tmp / "out" / "config.json").read_text())
+        self.assertEqual(config["backend"], "dask")
+        self.assertEqual(config["scheduler"], self.address)
+        # Cut the grid (keep the header and 7 rows: one run whole, one partial)
+        # and resume it on the same cluster: the same rows as uncut.
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(lines[:8]))
+        self._compare("--resume")
+        with open(path) as f:
+            self.assertEqual(len(list(csv.DictReader(f))), 30)
+        self.assertEqual(_without_times(read_results(path).rows), expected)
