@@ -31,33 +31,6 @@ from pathlib import Path
 #: point ``x0..``, ``iteration``, ``batch_position`` and the timing columns.
 SCHEMA_VERSION = 2
 
-#: The columns every ``results.csv`` starts with, in order; ``x0 .. x{d-1}`` follow.
-FIXED_COLUMNS = (
-    "problem",
-    "dim",
-    "method",
-    "seed",
-    "n_evals",
-    "iteration",
-    "batch_position",
-    "value",
-    "best_value",
-    "regret",
-    "seconds",
-    "fit_seconds",
-    "acq_seconds",
-    "eval_seconds",
-    "init",
-    "outcome_transform",
-    "model_noise",
-    "model_lengthscales",
-    "model_elbo",
-    "model_utility",
-    "model_fit_steps",
-    "model_angular_weights",
-    "model_warp",
-)
-
 #: The model-state columns and the ``diagnostics`` keys they come from: the fitted
 #: state of the iteration that proposed the row (empty for the initial design and
 #: for model-free methods). ``model_noise`` is the noise variance on the model's
@@ -76,6 +49,28 @@ DIAGNOSTIC_COLUMNS = {
     "model_angular_weights": "angular_weights",
     "model_warp": "warp",
 }
+
+#: The columns every ``results.csv`` starts with, in order; ``x0 .. x{d-1}`` follow.
+FIXED_COLUMNS = (
+    "problem",
+    "dim",
+    "method",
+    "seed",
+    "n_evals",
+    "iteration",
+    "batch_position",
+    "value",
+    "best_value",
+    "regret",
+    "seconds",
+    "fit_seconds",
+    "acq_seconds",
+    "eval_seconds",
+    "init",
+    "outcome_transform",
+    *DIAGNOSTIC_COLUMNS,
+)
+
 
 _INT_COLUMNS = frozenset(
     {"dim", "seed", "n_evals", "iteration", "batch_position", "model_fit_steps"}
