@@ -37,6 +37,38 @@ def make_gp(
     return model.eval()
 
 
+def unbatched_member(model: SingleTaskGP, index: int) -> SingleTaskGP:
+    r"""The unbatched ``SingleTaskGP`` built from member ``index`` of a batched one.
+
+    The member's training data and every hyperparameter (each state entry with a
+    leading batch dimension is indexed by ``index``) are copied into a new model
+    with no batch shape, built as ``make_gp`` builds its models, so that the
+    member's acquisition value can be compared with the batched model's.
+
+    Args:
+        model: A ``SingleTaskGP`` with a one-dimensional batch shape (as made by
+            ``make_gp(batch_shape=(b,))``).
+        index: The member.
+
+    Returns:
+        The member as an unbatched model, in eval mode.
+    """
+    X = model.train_inputs[0][index]
+    Y = model.train_targets[index].unsqueeze(-1)
+    fixed = type(model.likelihood).__name__ == "FixedNoiseGaussianLikelihood"
+    Yvar = model.likelihood.noise[index].unsqueeze(-1) if fixed else None
+    member = SingleTaskGP(X, Y, train_Yvar=Yvar, outcome_transform=None)
+    batched_state = model.state_dict()
+    state = {}
+    for key, value in member.state_dict().items():
+        source = batched_state[key]
+        state[key] = source if source.shape == value.shape else source[index]
+        if state[key].shape != value.shape:
+            raise ValueError(f"cannot take member {index} of {key}")
+    member.load_state_dict(state)
+    return member.eval()
+
+
 def make_mock(
     samples: Tensor, mean: Tensor | None = None, variance: Tensor | None = None
 ) -> MockModel:

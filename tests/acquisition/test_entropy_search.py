@@ -8,7 +8,7 @@ from botorch.optim import optimize_acqf
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.acquisition import draw_representer_points, entropy_search, qES
-from tests.acquisition.helpers import make_gp
+from tests.acquisition.helpers import make_gp, unbatched_member
 
 
 def _hard_argmax_entropy(samples: torch.Tensor, m: int) -> torch.Tensor:
@@ -110,12 +110,21 @@ class TestQES(BotorchTestCase):
         self.assertTrue(torch.autograd.gradcheck(lambda x: acqf(x), (X,), atol=1e-5))
 
     def test_batched_model_and_posterior_transform(self):
-        model = make_gp(device=self.device, batch_shape=torch.Size([2]), noise=1e-2)
-        R = torch.rand(8, 2, device=self.device, dtype=torch.double)
-        val = qES(model, representer_points=R)(
-            torch.rand(3, 1, 2, 2, device=self.device, dtype=torch.double)
-        )
-        self.assertEqual(val.shape, torch.Size([3, 2]))
+        # Each member of a batched model gets the value of the unbatched model
+        # built from it (its own prior entropy and conditioning); the base samples
+        # depend only on q, m and the seed, so both share them.
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            model = make_gp(batch_shape=(2,), noise=1e-2, **tkw)
+            R = torch.rand(8, 2, **tkw)
+            X = torch.rand(3, 1, 2, 2, **tkw)
+            val = qES(model, representer_points=R)(X)
+            self.assertEqual(val.shape, torch.Size([3, 2]))
+            tol = 1e-4 if dtype == torch.float else 1e-9
+            for i in range(2):
+                member = unbatched_member(model, i)
+                want = qES(member, representer_points=R)(X[:, 0])
+                self.assertAllClose(val[:, i], want, atol=tol, rtol=tol)
         list_model = ModelListGP(
             make_gp(device=self.device), make_gp(device=self.device, seed=1)
         )

@@ -13,7 +13,7 @@ from botorch.utils.testing import BotorchTestCase
 from scipy import integrate, stats
 
 from botorch_ext.acquisition import qLogSoftPI, qSoftPI
-from tests.acquisition.helpers import make_gp, make_mock
+from tests.acquisition.helpers import make_gp, make_mock, unbatched_member
 
 
 def _sigmoid(x: float) -> float:
@@ -179,12 +179,25 @@ class TestQSoftPI(BotorchTestCase):
             self.assertTrue((inf < 1e-100 * ref + 1e-100).all())
 
     def test_x_pending_and_batched_model(self):
-        model = make_gp(device=self.device, batch_shape=torch.Size([2]))
-        X = torch.rand(3, 1, 2, 2, device=self.device, dtype=torch.double)
-        best_f = torch.tensor([0.5, 0.7], device=self.device, dtype=torch.double)
-        for cls in (qSoftPI, qLogSoftPI):
-            val = cls(model, best_f=best_f)(X)
-            self.assertEqual(val.shape, torch.Size([3, 2]))
+        # A batched model with a batched best_f: member i is scored against
+        # best_f[i] exactly as the unbatched model built from it (q = 2 equals the
+        # batch size, so a best_f aligned with q instead would broadcast silently).
+        for dtype in (torch.float, torch.double):
+            model = make_gp(dtype=dtype, device=self.device, batch_shape=(2,))
+            X = torch.rand(3, 1, 2, 2, device=self.device, dtype=dtype)
+            best_f = model.train_targets.amax(dim=-1) + torch.tensor([-0.3, 0.2]).to(X)
+            tol = 1e-5 if dtype == torch.float else 1e-10
+            for cls in (qSoftPI, qLogSoftPI):
+                sampler = SobolQMCNormalSampler(torch.Size([256]), seed=0)
+                val = cls(model, best_f=best_f, tau=0.1, sampler=sampler)(X)
+                self.assertEqual(val.shape, torch.Size([3, 2]))
+                for i in range(2):
+                    member = unbatched_member(model, i)
+                    sampler = SobolQMCNormalSampler(torch.Size([256]), seed=0)
+                    want = cls(member, best_f=best_f[i], tau=0.1, sampler=sampler)(
+                        X[:, 0]
+                    )
+                    self.assertAllClose(val[:, i], want, atol=tol, rtol=tol)
         model = make_gp(device=self.device)
         X = torch.rand(3, 2, 2, device=self.device, dtype=torch.double)
         X_pending = torch.rand(2, 2, device=self.device, dtype=torch.double)

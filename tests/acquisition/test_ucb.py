@@ -14,7 +14,12 @@ from botorch.sampling.normal import IIDNormalSampler, SobolQMCNormalSampler
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.acquisition import qUCB
-from tests.acquisition.helpers import PrefixSampler, make_gp, make_mock
+from tests.acquisition.helpers import (
+    PrefixSampler,
+    make_gp,
+    make_mock,
+    unbatched_member,
+)
 
 
 def _brute_force_qucb(mean, samples, beta):
@@ -213,11 +218,23 @@ class TestQUCB(BotorchTestCase):
         self.assertFalse(with_pending.X_pending.requires_grad)
 
     def test_batched_model_and_t_batches(self):
-        model = make_gp(device=self.device, batch_shape=torch.Size([2]))
-        X = torch.rand(4, 1, 3, 2, device=self.device, dtype=torch.double)
-        val = qUCB(model, beta=1.0)(X)
-        self.assertEqual(val.shape, torch.Size([4, 2]))
-        self.assertTrue(torch.isfinite(val).all())
+        # Each member of a batched model (not an ensemble) gets the value of the
+        # unbatched model built from it, with its own exact mean; equal seeds give
+        # both the same base samples.
+        for dtype in (torch.float, torch.double):
+            model = make_gp(dtype=dtype, device=self.device, batch_shape=(2,))
+            X = torch.rand(4, 1, 3, 2, device=self.device, dtype=dtype)
+            sampler = SobolQMCNormalSampler(torch.Size([256]), seed=0)
+            val = qUCB(model, beta=1.0, sampler=sampler)(X)
+            self.assertEqual(val.shape, torch.Size([4, 2]))
+            self.assertTrue(torch.isfinite(val).all())
+            tol = 1e-5 if dtype == torch.float else 1e-10
+            for i in range(2):
+                member = unbatched_member(model, i)
+                sampler = SobolQMCNormalSampler(torch.Size([256]), seed=0)
+                want = qUCB(member, beta=1.0, sampler=sampler)(X[:, 0])
+                self.assertAllClose(val[:, i], want, atol=tol, rtol=tol)
+            self.assertFalse(torch.allclose(val[:, 0], val[:, 1]))
         # A single q x d point gets a t-batch dimension added.
         self.assertEqual(qUCB(model, beta=1.0)(X[0, 0]).shape, torch.Size([2]))
 
