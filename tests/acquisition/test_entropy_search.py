@@ -215,21 +215,16 @@ class TestDrawRepresenterPoints(BotorchTestCase):
 
     def test_bad_input(self):
         model = make_gp(device=self.device)
+        tkw = {"device": self.device, "dtype": torch.double}
+        unit = torch.tensor([[0.0, 0.0], [1.0, 1.0]], **tkw)
         with self.assertRaisesRegex(ValueError, "`bounds`"):
-            draw_representer_points(model, torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
+            draw_representer_points(model, unit.flip(0))
         with self.assertRaisesRegex(ValueError, "`num_candidates`"):
-            draw_representer_points(
-                model,
-                torch.tensor([[0.0, 0.0], [1.0, 1.0]]),
-                num_points=8,
-                num_candidates=4,
-            )
+            draw_representer_points(model, unit, num_points=8, num_candidates=4)
         with self.assertRaisesRegex(ValueError, "`uniform_fraction`"):
-            draw_representer_points(
-                model, torch.tensor([[0.0, 0.0], [1.0, 1.0]]), uniform_fraction=1.5
-            )
+            draw_representer_points(model, unit, uniform_fraction=1.5)
         with self.assertRaisesRegex(ValueError, "`num_points`"):
-            draw_representer_points(model, torch.tensor([[0.0, 0.0], [1.0, 1.0]]), 0)
+            draw_representer_points(model, unit, 0)
 
 
 class TestRelaxedPmaxEntropy(BotorchTestCase):

@@ -36,12 +36,11 @@ class TestExpectedLogSoftImprovement(BotorchTestCase):
         gen = torch.Generator().manual_seed(0)
         z = torch.randn(2_000_000, generator=gen, dtype=torch.double)
         cases = [(0.0, 1.0, 0.0), (1.5, 0.3, 0.2), (-2.0, 2.0, 1.0), (0.3, 0.05, 0.5)]
+        tkw = {"device": self.device, "dtype": torch.double}
         for mean, std, best in cases:
             mc = torch.log(torch.nn.functional.softplus(mean + std * z - best)).mean()
             gh = expected_log_soft_improvement(
-                torch.tensor(mean, dtype=torch.double),
-                torch.tensor(std, dtype=torch.double),
-                best,
+                torch.tensor(mean, **tkw), torch.tensor(std, **tkw), best
             )
             # MC standard error is below 2e-3 for these cases.
             self.assertAlmostEqual(gh.item(), mc.item(), delta=5e-3)
@@ -93,10 +92,11 @@ class TestMCLogSoftImprovement(BotorchTestCase):
             # q = 1 with many samples agrees with the quadrature.
             gen = torch.Generator().manual_seed(1)
             z = torch.randn(400_000, 1, 1, generator=gen, dtype=torch.double)
+            z = z.to(self.device)
             mc = mc_log_soft_improvement(0.2 + 0.7 * z, 0.5)
             gh = expected_log_soft_improvement(
-                torch.tensor([0.2], dtype=torch.double),
-                torch.tensor([0.7], dtype=torch.double),
+                torch.tensor([0.2], dtype=torch.double, device=self.device),
+                torch.tensor([0.7], dtype=torch.double, device=self.device),
                 0.5,
             )
             self.assertAlmostEqual(mc.item(), gh.item(), delta=5e-3)

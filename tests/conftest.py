@@ -1,0 +1,62 @@
+r"""Suite-wide test settings: the device the BoTorch-style tests run on.
+
+``BOTORCH_EXT_TEST_DEVICE`` names a torch device (``cuda``, ``cuda:1``, ``cpu``);
+every ``BotorchTestCase`` in the suite then has it as ``self.device``, and the tests
+build their tensors, models and kernels with ``self.device``. Unset or empty means
+the CPU, BoTorch's default, so a plain ``pytest`` run is unchanged. A CUDA device
+that is not available is a usage error, not a silent fall back to the CPU.
+
+Example:
+    >>> # BOTORCH_EXT_TEST_DEVICE=cuda python -m pytest -q tests
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from botorch.utils.testing import BotorchTestCase
+
+#: The environment variable that selects the test device.
+DEVICE_VARIABLE = "BOTORCH_EXT_TEST_DEVICE"
+
+
+def resolve_test_device(environ: dict[str, str] | None = None) -> torch.device:
+    r"""The device named by ``BOTORCH_EXT_TEST_DEVICE`` (the CPU if unset).
+
+    Args:
+        environ: The environment to read (``os.environ`` if None).
+
+    Returns:
+        The ``torch.device``.
+
+    Raises:
+        pytest.UsageError: If the name is not a torch device, or names a CUDA
+            device that this machine does not have.
+    """
+    environ = os.environ if environ is None else environ
+    name = environ.get(DEVICE_VARIABLE, "").strip() or "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        raise pytest.UsageError(f"{DEVICE_VARIABLE}={name!r}: {err}") from err
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = 0 if device.index is None else device.index
+        if index >= count:
+            raise pytest.UsageError(
+                f"{DEVICE_VARIABLE}={name!r}, but this machine has {count} CUDA "
+                "device(s)."
+            )
+    return device
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    r"""Set ``BotorchTestCase.device`` for the whole session."""
+    BotorchTestCase.device = resolve_test_device()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    r"""Name the test device in pytest's header."""
+    return f"botorch_ext test device: {BotorchTestCase.device} ({DEVICE_VARIABLE})"
