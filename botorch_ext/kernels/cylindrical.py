@@ -26,6 +26,7 @@ from gpytorch.kernels import Kernel, MaternKernel
 from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
+from botorch_ext.constraints import ReflectedInterval
 from botorch_ext.validation import check_positive, check_positive_int
 
 # Authors' box for the radius warp (concave and non-decreasing on [0, 1]).
@@ -34,6 +35,14 @@ BETA_BOUNDS = (1.0, 2.0)
 # Box for the radial Matern lengthscale in warped-radius units; the upper end is
 # twice the (unit) search radius, as in the authors' code.
 RADIAL_LENGTHSCALE_BOUNDS = (0.01, 2.0)
+# For a user's box enforced by a transform that never reaches the box's ends (e.g.
+# GPyTorch's sigmoid): how far inside the identity warp (an end of the default
+# boxes) the exponent starts, as a fraction of the box's width ...
+WARP_START_INSET = 1e-3
+# ... and the largest |raw| value a warp exponent is set to: an end of such a box
+# is an infinite logit; +-40 gives the end itself after rounding (float32 and
+# float64) and keeps the raw parameter finite.
+_MAX_RAW_WARP = 40.0
 # Relative slack on the out-of-ball check, in units of the dtype's epsilon: corners
 # of the cube sit exactly on the default ball and round to either side of it.
 _BALL_SLACK_EPS = 100.0
@@ -121,6 +130,26 @@ def polar_split(diff: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return norm, diff / safe_norm, at_center
 
 
+def _warp_start(constraint: Interval) -> Tensor:
+    r"""The starting value of a warp exponent under ``constraint``.
+
+    The constraint's ``initial_value`` if it has one (GPyTorch stores it raw);
+    else the identity warp (1) if the box holds it, moved ``WARP_START_INSET`` of
+    the box's width inside when the box's transform cannot reach its ends (e.g.
+    a sigmoid); else the middle of the box.
+    """
+    if constraint.initial_value is not None:
+        return constraint.transform(torch.as_tensor(constraint.initial_value))
+    lower, upper = constraint.lower_bound, constraint.upper_bound
+    one = torch.tensor(1.0)
+    if not bool(constraint.check(one)):
+        return (lower + upper) / 2
+    if constraint.enforced and not isinstance(constraint, ReflectedInterval):
+        inset = WARP_START_INSET * (upper - lower)
+        return torch.minimum(torch.maximum(one, lower + inset), upper - inset)
+    return one
+
+
 class CylindricalKernel(Kernel):
     r"""BOCK's cylindrical kernel, mapping the unit cube into a ball about a center.
 
@@ -139,14 +168,18 @@ class CylindricalKernel(Kernel):
 
     The radius warp is concave and non-decreasing on the authors' box
     ``alpha in [0.5, 1]``, ``beta in [1, 2]`` and starts at the identity
-    (``alpha = beta = 1``). The box is enforced the way BoTorch enforces its
-    noise floor: the constraints have no transform, so ``fit_gpytorch_mll``
-    passes the box to L-BFGS-B as parameter bounds and the identity, a corner of
-    the box, is reachable with a non-zero gradient. The priors are the authors'
+    (``alpha = beta = 1``). The boxes are ``ReflectedInterval`` constraints:
+    the raw parameter is the value inside the box and is reflected back into it
+    outside, so every optimizer and sampler (Adam, SGLD, ...) stays in the box,
+    while ``fit_gpytorch_mll`` passes the box to L-BFGS-B as parameter bounds
+    exactly as for an untransformed constraint (the identity, a corner of the
+    box, is reachable with a non-zero gradient, and MAP fits are those of an
+    untransformed box). The priors are the authors'
     (``log alpha ~ N(0, 0.5^2)``, ``log beta ~ N(0.5, 0.5^2)``). The default
     ``K_r`` is a Matern-5/2 on the warped radius with its lengthscale in
-    ``[0.01, 2]`` starting at 1 (the authors' bounds and start, in units of
-    the search radius). The warp itself is BoTorch's ``kumaraswamy_warp``.
+    ``[0.01, 2]`` (a ``ReflectedInterval`` too) starting at 1 (the authors'
+    bounds and start, in units of the search radius). The warp itself is
+    BoTorch's ``kumaraswamy_warp``.
 
     The center. The direction of the center is undefined, and how the kernel
     treats points at and near it decides whether BO can leave the center (where
@@ -268,11 +301,13 @@ class CylindricalKernel(Kernel):
             alpha_prior: Prior on ``alpha``; default ``LogNormalPrior(0, 0.5)``,
                 ``None`` for none.
             alpha_constraint: Constraint on ``alpha``; default the box
-                ``[0.5, 1]`` without transform, starting at 1.
+                ``ReflectedInterval(0.5, 1)``, starting at 1. A box whose
+                transform never reaches its ends (GPyTorch's sigmoid) starts
+                ``WARP_START_INSET`` of its width inside 1.
             beta_prior: Prior on ``beta``; default ``LogNormalPrior(0.5, 0.5)``,
                 ``None`` for none.
-            beta_constraint: Constraint on ``beta``; default the box ``[1, 2]``
-                without transform, starting at 1.
+            beta_constraint: Constraint on ``beta``; default the box
+                ``ReflectedInterval(1, 2)``, starting at 1 (as for ``alpha``).
             center_rule: ``"continuous"`` (the angular polynomial on the warped
                 offset, continuous at the center) or ``"direction"`` (on the
                 unit direction, with a fixed similarity to the center); see the
@@ -322,8 +357,8 @@ class CylindricalKernel(Kernel):
             radial_base_kernel = MaternKernel(
                 nu=2.5,
                 batch_shape=self.batch_shape,
-                lengthscale_constraint=Interval(
-                    *RADIAL_LENGTHSCALE_BOUNDS, transform=None, initial_value=1.0
+                lengthscale_constraint=ReflectedInterval(
+                    *RADIAL_LENGTHSCALE_BOUNDS, initial_value=1.0
                 ),
             )
         self.radial_base_kernel = radial_base_kernel
@@ -350,21 +385,12 @@ class CylindricalKernel(Kernel):
             ("beta", BETA_BOUNDS, beta_prior, beta_constraint, default_beta_prior),
         ):
             if constraint is None:
-                constraint = Interval(*bounds, transform=None, initial_value=1.0)
+                constraint = ReflectedInterval(*bounds, initial_value=1.0)
             self.register_parameter(
                 f"raw_{name}", torch.nn.Parameter(torch.zeros(*self.batch_shape, 1))
             )
             self.register_constraint(f"raw_{name}", constraint)
-            start = constraint.initial_value
-            if start is None:
-                # The identity warp if the user's box allows it, else its middle.
-                one = torch.tensor(1.0)
-                start = (
-                    one
-                    if bool(constraint.check(one))
-                    else ((constraint.lower_bound + constraint.upper_bound) / 2)
-                )
-            setattr(self, name, start)
+            setattr(self, name, _warp_start(constraint))
             if isinstance(prior, _Default):
                 prior = default_prior()
             if prior is not None:
@@ -457,7 +483,11 @@ class CylindricalKernel(Kernel):
                 f"`{name}` must lie in [{constraint.lower_bound.item():g}, "
                 f"{constraint.upper_bound.item():g}], got {value.tolist()}."
             )
-        self.initialize(**{f"raw_{name}": constraint.inverse_transform(value)})
+        raw_value = constraint.inverse_transform(value)
+        if not bool(torch.isfinite(raw_value).all()):
+            # The ends of a sigmoid box are infinite logits.
+            raw_value = raw_value.clamp(-_MAX_RAW_WARP, _MAX_RAW_WARP)
+        self.initialize(**{f"raw_{name}": raw_value})
 
     def ball(self, dim: int) -> tuple[Tensor, float]:
         r"""The center (a ``dim``-vector, float64) and radius used for ``dim``-d inputs.

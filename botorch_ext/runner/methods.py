@@ -174,9 +174,7 @@ def _matern_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
     kernel = MaternKernel(
         nu=2.5,
         lengthscale_prior=prior,
-        lengthscale_constraint=GreaterThan(
-            2.5e-2, transform=None, initial_value=prior.mode
-        ),
+        lengthscale_constraint=GreaterThan(2.5e-2, initial_value=prior.mode),
     )
     return kernel, None
 

@@ -37,6 +37,7 @@ from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 from torch.func import functional_call
 
+from botorch_ext.constraints import ReflectedInterval
 from botorch_ext.sgmcmc.mamba import MambaResult, mamba
 from botorch_ext.validation import check_positive, check_positive_int
 
@@ -183,10 +184,11 @@ class HyperparameterPosterior:
     itself when its constraint is enforced by a transform (GPyTorch's default;
     the prior, on the constrained value, is multiplied by the transform's
     Jacobian), or ``logit`` of its position in the box for an ``Interval``
-    without transform (``CylindricalKernel``'s warp exponents, which
-    ``fit_gpytorch_mll`` optimizes inside L-BFGS-B bounds), with that map's
-    Jacobian. Parameters without a registered prior get a ``N(0,
-    RAW_PRIOR_SCALE^2)`` on ``z`` so the posterior is proper. Priors are matched
+    without transform (BoTorch's noise floor, which ``fit_gpytorch_mll`` keeps
+    with L-BFGS-B bounds) or a ``ReflectedInterval`` (``CylindricalKernel``'s
+    warp exponents and radial lengthscale), with that map's Jacobian.
+    Parameters without a registered prior get a ``N(0, RAW_PRIOR_SCALE^2)`` on
+    ``z`` so the posterior is proper. Priors are matched
     to parameters by GPyTorch's naming (``foo_prior`` for ``raw_foo`` or
     ``foo``); every registered prior enters the density.
 
@@ -292,7 +294,7 @@ class HyperparameterPosterior:
             extra = extra + log_jac
             if e["has_prior"]:
                 c = e["constraint"]
-                if c is not None and c.enforced:
+                if c is not None and e["kind"] == "free":
                     # The prior is on the constrained value c(raw); the
                     # transform is elementwise, so its Jacobian is diagonal.
                     extra = extra + _log_abs_derivative(c.transform, raw)
@@ -324,10 +326,13 @@ class HyperparameterPosterior:
 def _kind(constraint: Interval | None) -> str:
     r"""How ``z`` maps to a raw parameter: ``"free"`` (identity; the constraint,
     if any, is enforced by its transform), or, for a constraint without
-    transform (BoTorch's noise and lengthscale floors, ``CylindricalKernel``'s
-    warp box, which L-BFGS-B keeps feasible during MAP fits), ``"box"``
+    transform (BoTorch's noise and lengthscale floors, which L-BFGS-B keeps
+    feasible during MAP fits) or a ``ReflectedInterval`` (``CylindricalKernel``'s
+    boxes; its raw value is the parameter's value inside the box), ``"box"``
     (sigmoid), ``"lower"`` (``lo + exp(z)``) or ``"upper"`` (``hi - exp(z)``)."""
-    if constraint is None or constraint.enforced:
+    if constraint is None:
+        return "free"
+    if constraint.enforced and not isinstance(constraint, ReflectedInterval):
         return "free"
     lower = bool(torch.isfinite(constraint.lower_bound).all())
     upper = bool(torch.isfinite(constraint.upper_bound).all())

@@ -444,6 +444,33 @@ class TestCylindricalKernel(BotorchTestCase):
         self.assertEqual(k2.beta.item(), 3.0)
         self.assertEqual(k2.alpha.item(), 1.0)
 
+    def test_user_constraints_with_a_transform(self):
+        # GPyTorch keeps a constraint's initial value raw: the kernel starts at
+        # the constrained value the user asked for.
+        k = CylindricalKernel(
+            alpha_constraint=Interval(0.5, 1.0, initial_value=0.7),
+            beta_constraint=Interval(1.0, 3.0, initial_value=2.5),
+        )
+        self.assertAlmostEqual(k.alpha.item(), 0.7, places=6)
+        self.assertAlmostEqual(k.beta.item(), 2.5, places=6)
+        # A sigmoid box never reaches its ends: without an initial value the
+        # identity warp (an end of the box) is approached from inside, with a
+        # finite logit and a non-zero gradient.
+        k = CylindricalKernel(
+            alpha_constraint=Interval(0.5, 1.0), beta_constraint=Interval(1.0, 2.0)
+        )
+        self.assertAlmostEqual(k.alpha.item(), 1.0 - 0.5e-3, places=6)
+        self.assertAlmostEqual(k.beta.item(), 1.0 + 1e-3, places=6)
+        k(torch.rand(4, 2)).to_dense().sum().backward()
+        self.assertGreater(k.raw_alpha.grad.abs().item(), 0.0)
+        # Setting an end of such a box gives that end, from a finite raw value.
+        for dtype in (torch.float, torch.double):
+            k = k.to(dtype)
+            k.alpha, k.beta = 1.0, 1.0
+            self.assertEqual((k.alpha.item(), k.beta.item()), (1.0, 1.0))
+            raws = torch.cat([k.raw_alpha, k.raw_beta])
+            self.assertTrue(bool(torch.isfinite(raws).all()))
+
     def test_defaults_and_hyperparameter_count(self):
         k = CylindricalKernel()
         self.assertEqual(k.alpha.item(), 1.0)
