@@ -141,6 +141,8 @@ def construct_inputs_qES(
     bounds: list[tuple[float, float]] | Tensor | None = None,
     representer_points: Tensor | None = None,
     num_representer_points: int = 64,
+    representer_scheme: str = "ei",
+    num_around_best: int = 0,
     tau: float | None = None,
     num_fantasies: int = 16,
     num_inner_samples: int = 64,
@@ -161,6 +163,8 @@ def construct_inputs_qES(
         representer_points: A ``m x d``-dim tensor of representer points; drawn
             with ``draw_representer_points`` if None.
         num_representer_points: How many representer points to draw.
+        representer_scheme: ``draw_representer_points``'s ``scheme``.
+        num_around_best: ``draw_representer_points``'s ``num_around_best``.
         tau: The temperature; ``0.01`` times the standard deviation of the
             training outcomes if None.
         num_fantasies: Number of fantasy observations.
@@ -194,6 +198,8 @@ def construct_inputs_qES(
             num_points=num_representer_points,
             posterior_transform=posterior_transform,
             seed=seed,
+            scheme=representer_scheme,
+            num_around_best=num_around_best,
         )
     if tau is None:
         tau = DEFAULT_TAU * training_objective_scale(
