@@ -1,4 +1,4 @@
-r"""Reparameterized Monte Carlo acquisition functions from [Wilson2017reparam].
+r"""Reparameterized Monte Carlo acquisition functions from [Wilson2017reparam]_.
 
 Importing this package registers an input constructor for every class with
 ``botorch.acquisition.input_constructors``.

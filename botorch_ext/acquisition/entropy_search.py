@@ -32,6 +32,7 @@ from torch import Tensor
 
 from botorch_ext.acquisition.probability_of_improvement import DEFAULT_TAU
 from botorch_ext.validation import (
+    check_bounds,
     check_finite,
     check_no_nan_inputs,
     check_positive,
@@ -457,15 +458,7 @@ def draw_representer_points(
             f"{num_around_best!r}."
         )
     bounds = torch.as_tensor(bounds)
-    if (
-        bounds.dim() != 2
-        or bounds.shape[0] != 2
-        or not bool((bounds[0] < bounds[1]).all())
-    ):
-        raise ValueError(
-            "`bounds` must be a `2 x d` tensor with lower < upper, got "
-            f"{bounds.tolist()}."
-        )
+    check_bounds("bounds", bounds)
     num_candidates = num_candidates or max(1024, 16 * num_points)
     if num_candidates < num_points:
         raise ValueError(

@@ -57,7 +57,7 @@ from botorch_ext.models.utilities import (
     expected_log_soft_improvement,
     mc_log_soft_improvement,
 )
-from botorch_ext.validation import check_positive, check_positive_int
+from botorch_ext.validation import check_bounds, check_positive, check_positive_int
 
 UTILITIES = ("ei", "kg")
 ALTERNATIONS = ("step", "epoch")
@@ -815,7 +815,7 @@ class EULBOModel(SingleTaskVariationalGP):
             data when ``n <= options.check_size`` or for ``"epochs"``).
         """
         d = self.train_X_full.shape[-1]
-        _check_bounds(bounds, d)
+        check_bounds("bounds", bounds, d)
         check_positive_int("q", q)
         if utility not in UTILITIES:
             raise ValueError(f"unknown utility {utility!r}; choose from {UTILITIES}")
@@ -1072,16 +1072,6 @@ def _check_data(train_X: Tensor, train_Y: Tensor) -> None:
             raise ValueError(
                 f"`{name}` must be finite; found {t[tuple(bad)]} at {bad}."
             )
-
-
-def _check_bounds(bounds: Tensor, d: int) -> None:
-    if not isinstance(bounds, Tensor) or bounds.shape != torch.Size([2, d]):
-        shape = tuple(bounds.shape) if isinstance(bounds, Tensor) else type(bounds)
-        raise ValueError(f"`bounds` must be a 2 x {d} tensor, got {shape}.")
-    if not bool(torch.isfinite(bounds).all()) or not bool(
-        (bounds[0] <= bounds[1]).all()
-    ):
-        raise ValueError(f"`bounds` must be finite with lower <= upper, got {bounds}.")
 
 
 def _fill_inducing_points(Z: Tensor, train_X: Tensor, m: int) -> Tensor:

@@ -56,7 +56,7 @@ from torch import Tensor
 from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
 from botorch_ext.kernels import CylindricalKernel
 from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import TurboState
+from botorch_ext.optim import TurboState, ignore_optimize_acqf_retry_warnings
 from botorch_ext.runner.transforms import Negate
 from botorch_ext.sgmcmc import (
     SGMCMCFullyBayesianSingleTaskGP,
@@ -401,7 +401,7 @@ def _acquisition_method(
             # L-BFGS-B's occasional "ABNORMAL" line-search exits are retried by
             # optimize_acqf itself; they are not worth a warning per iteration.
             warnings.simplefilter("ignore", OptimizationWarning)
-            warnings.simplefilter("ignore", RuntimeWarning)
+            ignore_optimize_acqf_retry_warnings()
             candidates, _ = optimize_acqf(
                 acqf, bounds=bounds, q=q, num_restarts=options.num_restarts, **kwargs
             )
@@ -556,7 +556,7 @@ class _SVGPRun(_TrustRegion):
             )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
-            warnings.simplefilter("ignore", RuntimeWarning)
+            ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
                 model.fit_elbo(seed=seed_i)
                 self.timings = {"fit_seconds": time.monotonic() - tic}
@@ -615,7 +615,7 @@ class _TurboExactRun(_TrustRegion):
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
-            warnings.simplefilter("ignore", RuntimeWarning)
+            ignore_optimize_acqf_retry_warnings()
             candidates = _maximize_qlogei(model, train_Y, region, q, options)
         self.n_seen = train_Y.shape[0]
         self.last_region = region
