@@ -21,7 +21,9 @@ passes them to every constructor; they are used where they apply (``X_baseline``
 the infeasible cost of constrained ``qUCB``) and otherwise not needed.
 
 Defaults follow the experiments of [Wilson2017reparam]_: ``beta = sqrt(3)`` for
-q-UCB and ``tau = 0.01`` on *standardized* outcomes for q-PI and q-ES. Because a
+q-UCB and ``tau = 0.01`` on *standardized* outcomes for q-PI and q-ES, and those
+of [Maus2024eulbo]_ for ``qLogSoftKG``: ``c+`` the best observed value and
+``tau = 1`` on standardized outcomes. Because a
 BoTorch posterior is reported on the original outcome scale (outcome transforms
 are untransformed), the constructors multiply the default ``tau`` by the standard
 deviation of the training objective values, so that it means the same thing
@@ -39,6 +41,7 @@ from botorch.acquisition.input_constructors import (
     MaybeDict,
     _get_dataset_field,
     acqf_input_constructor,
+    get_best_f_analytic,
     get_best_f_mc,
 )
 from botorch.acquisition.objective import (
@@ -59,6 +62,7 @@ from botorch_ext.acquisition.probability_of_improvement import (
     qLogSoftPI,
     qSoftPI,
 )
+from botorch_ext.acquisition.soft_kg import DEFAULT_NUM_FANTASIES, qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
 
 #: ``beta`` used in the q-UCB experiments of [Wilson2017reparam]_.
@@ -383,6 +387,51 @@ def construct_inputs_qES(
         "num_inner_samples": num_inner_samples,
         "posterior_transform": posterior_transform,
         "X_pending": X_pending,
+        "seed": 0 if seed is None else seed,
+    }
+
+
+@acqf_input_constructor(qLogSoftKG)
+def construct_inputs_qLogSoftKG(
+    model: Model,
+    training_data: MaybeDict[SupervisedDataset],
+    best_f: float | Tensor | None = None,
+    tau: float | None = None,
+    num_fantasies: int = DEFAULT_NUM_FANTASIES,
+    posterior_transform: PosteriorTransform | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    r"""Construct kwargs for ``botorch_ext.acquisition.qLogSoftKG``.
+
+    Args:
+        model: The model to be used in the acquisition function.
+        training_data: Dataset(s) used to train the model.
+        best_f: The constant ``c+``; the best training outcome if None (the
+            paper's ``y+``).
+        tau: The softplus temperature; the standard deviation of the training
+            outcomes if None (temperature 1 on standardized outcomes, as in
+            [Maus2024eulbo]).
+        num_fantasies: ``S``, the number of fantasies and free points.
+        posterior_transform: The posterior transform (optional).
+        seed: Seed of the base samples.
+
+    Returns:
+        A dict mapping kwarg names of the constructor to values.
+    """
+    if best_f is None:
+        best_f = get_best_f_analytic(
+            training_data=training_data, posterior_transform=posterior_transform
+        )
+    if tau is None:
+        tau = training_objective_scale(
+            training_data, posterior_transform=posterior_transform
+        )
+    return {
+        "model": model,
+        "best_f": best_f,
+        "tau": tau,
+        "num_fantasies": num_fantasies,
+        "posterior_transform": posterior_transform,
         "seed": 0 if seed is None else seed,
     }
 

@@ -4,10 +4,13 @@ import torch
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import (
+    EULBOModel,
     expected_log_soft_improvement,
     gauss_hermite_normal,
     mc_log_soft_improvement,
 )
+from tests.models.helpers import FAST
+from tests.models.helpers import make_data as _data
 
 
 def _log_softplus_ref(x: float) -> float:
@@ -102,3 +105,74 @@ class TestMCLogSoftImprovement(BotorchTestCase):
             self.assertAlmostEqual(mc.item(), gh.item(), delta=5e-3)
         with self.assertRaisesRegex(ValueError, "tau"):
             mc_log_soft_improvement(torch.zeros(2, 1, 1), 0.0, tau=-1.0)
+
+
+def _dense_fantasy_means(model, X, eps):
+    r"""E[f(x'_i) | y_ij] by dense Gaussian conditioning of the SVGP's predictive
+    distribution, assembled by hand from the variational parameters."""
+    gp = model.model
+    vs = gp.variational_strategy
+    Z = vs.inducing_points.detach()
+    kern = gp.covar_module
+    m = Z.shape[0]
+    Kzz = kern(Z).to_dense() + vs.jitter_val * torch.eye(m, dtype=Z.dtype)
+    L = torch.linalg.cholesky(Kzz)
+    vd = vs._variational_distribution
+    m_u = L @ vd.variational_mean
+    C = torch.tril(vd.chol_variational_covar)
+    S_u = L @ C @ C.T @ L.T
+    P = X.reshape(-1, X.shape[-1])
+    A = kern(P, Z).to_dense() @ torch.linalg.inv(Kzz)
+    mu = gp.mean_module(P) + A @ m_u
+    Sigma = kern(P).to_dense() - A @ Kzz @ A.T + A @ S_u @ A.T
+    noise = model.likelihood.noise.item()
+    S, q = eps.shape
+    out = torch.empty(S, q, dtype=X.dtype)
+    for i in range(S):
+        for j in range(q):
+            y = mu[j] + torch.sqrt(Sigma[j, j] + noise) * eps[i, j]
+            gain = Sigma[q + i, j] / (Sigma[j, j] + noise)
+            out[i, j] = mu[q + i] + gain * (y - mu[j])
+    return out
+
+
+class TestEULBOSoftKG(BotorchTestCase):
+    def test_fantasy_means_against_dense_conditioning(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
+        model.fit_elbo()
+        gen = torch.Generator().manual_seed(5)
+        for q, S in ((1, 4), (3, 5)):
+            pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
+            eps = torch.randn(S, q, generator=gen, dtype=torch.double)
+            with torch.no_grad():
+                got = model.fantasy_means(pts.unsqueeze(0), eps).squeeze(0)
+                want = _dense_fantasy_means(model, pts, eps)
+            self.assertAllClose(got, want, atol=1e-5, rtol=1e-5)
+            # The soft-KG term is the sample mean of the max over the batch.
+            with torch.no_grad():
+                val = model.soft_kg_log_utility(pts.unsqueeze(0), eps).item()
+            best = model.train_Y_std.max()
+            ref = torch.log(torch.nn.functional.softplus(want - best)).amax(-1).mean()
+            self.assertAlmostEqual(val, ref.item(), places=5)
+
+    def test_gradients_reach_variational_parameters(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
+        model.fit_elbo()
+        model.train()
+        pts = torch.rand(1, 4, 2, dtype=torch.double, requires_grad=True)
+        eps = torch.randn(3, 1, dtype=torch.double)
+        model.soft_kg_log_utility(pts, eps).sum().backward()
+        vd = model.model.variational_strategy._variational_distribution
+        self.assertGreater(vd.variational_mean.grad.abs().sum().item(), 0)
+        self.assertGreater(vd.chol_variational_covar.grad.abs().sum().item(), 0)
+        self.assertTrue(torch.isfinite(pts.grad).all())
+        self.assertGreater(pts.grad.abs().sum().item(), 0)
+
+    def test_fantasy_means_checks_the_number_of_points(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        with self.assertRaisesRegex(ValueError, "q \\+ S"):
+            pts, eps = torch.rand(1, 3, 2).double(), torch.randn(4, 1).double()
+            model.fantasy_means(pts, eps)
