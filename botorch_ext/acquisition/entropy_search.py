@@ -399,6 +399,7 @@ def draw_representer_points(
     uniform_fraction: float = 0.25,
     scheme: str = "ei",
     num_around_best: int = 0,
+    X_baseline: Tensor | None = None,
 ) -> Tensor:
     r"""Draw representer points for ``qES``.
 
@@ -434,7 +435,11 @@ def draw_representer_points(
         uniform_fraction: Weight in ``[0, 1]`` of the uniform component.
         scheme: ``"ei"`` or ``"thompson"`` (see above).
         num_around_best: Number of pool points perturbed around the best
-            training inputs (needs a model with ``train_inputs``; 0 disables).
+            inputs of ``X_baseline`` (0 disables).
+        X_baseline: A ``n x d``-dim tensor of evaluated inputs, in the space of
+            ``bounds``, for ``num_around_best``; the model's ``train_inputs`` if
+            None (which are transformed inputs if the model has an input
+            transform: pass ``X_baseline`` then).
 
     Returns:
         A ``num_points x d``-dim tensor of representer points.
@@ -472,7 +477,18 @@ def draw_representer_points(
     pool = pool.squeeze(-2)
     if num_around_best > 0:
         pool = torch.cat(
-            [pool, _around_best(model, bounds, num_around_best, generator)], dim=0
+            [
+                pool,
+                _around_best(
+                    model,
+                    bounds,
+                    num_around_best,
+                    generator,
+                    X_baseline,
+                    posterior_transform,
+                ),
+            ],
+            dim=0,
         )
     with torch.no_grad():
         posterior = model.posterior(pool, posterior_transform=posterior_transform)
@@ -511,23 +527,30 @@ REPRESENTER_SCHEMES = ("ei", "thompson")
 
 
 def _around_best(
-    model: Model, bounds: Tensor, n: int, generator: torch.Generator | None
+    model: Model,
+    bounds: Tensor,
+    n: int,
+    generator: torch.Generator | None,
+    X_baseline: Tensor | None,
+    posterior_transform: PosteriorTransform | None = None,
 ) -> Tensor:
     r"""``n`` Gaussian perturbations (5% of the box) of the best training inputs.
 
     The best are the top 5% (at least one) of the training inputs by posterior
     mean, as BoTorch's ``sample_points_around_best`` picks them.
     """
-    train_inputs = getattr(model, "train_inputs", None)
-    if not isinstance(train_inputs, tuple) or len(train_inputs) == 0:
-        raise ValueError(
-            "`num_around_best` > 0 needs a model with `train_inputs`, got a "
-            f"{type(model).__name__}."
-        )
-    X = train_inputs[0]
-    X = X.reshape(-1, X.shape[-1])
+    if X_baseline is None:
+        train_inputs = getattr(model, "train_inputs", None)
+        if not isinstance(train_inputs, tuple) or len(train_inputs) == 0:
+            raise ValueError(
+                "`num_around_best` > 0 needs `X_baseline` or a model with "
+                f"`train_inputs`, got a {type(model).__name__}."
+            )
+        X_baseline = train_inputs[0]
+    X = X_baseline.to(bounds).reshape(-1, X_baseline.shape[-1])
     with torch.no_grad():
-        mean = model.posterior(X).mean.reshape(X.shape[0], -1).mean(-1)
+        mean = model.posterior(X, posterior_transform=posterior_transform).mean
+        mean = mean.reshape(X.shape[0], -1).mean(-1)
     k = max(1, int(0.05 * X.shape[0]))
     best = X[mean.topk(k).indices]
     idx = torch.randint(k, (n,), generator=generator, device=X.device)

@@ -7,7 +7,7 @@ from botorch.exceptions.errors import UnsupportedError
 from botorch.models import ModelListGP, SingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
 from botorch.optim import optimize_acqf
-from botorch.utils.testing import BotorchTestCase
+from botorch.utils.testing import BotorchTestCase, MockModel, MockPosterior
 
 from botorch_ext.acquisition import draw_representer_points, entropy_search, qES
 from tests.acquisition.helpers import make_gp
@@ -297,6 +297,20 @@ class TestDrawRepresenterPoints(BotorchTestCase):
         )  # fmt: skip
         near = (R - best).norm(dim=-1) < 0.25
         self.assertGreaterEqual(near.sum().item(), 8)
+        # X_baseline defaults to the model's training inputs.
+        self.assertTrue(
+            torch.equal(
+                R,
+                draw_representer_points(
+                    model, bounds, num_points=16, num_candidates=16,
+                    num_around_best=512, uniform_fraction=1.0, seed=0, X_baseline=X,
+                ),
+            )
+        )  # fmt: skip
+        with self.assertRaisesRegex(ValueError, "`X_baseline`"):
+            mock = MockModel(MockPosterior(mean=torch.zeros(16, 1).to(X)))
+            _around_best = entropy_search._around_best
+            _around_best(mock, bounds, 4, None, None)
         plain = draw_representer_points(
             model, bounds, num_points=16, num_candidates=16, uniform_fraction=1.0,
             seed=0,
