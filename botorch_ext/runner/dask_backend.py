@@ -22,21 +22,17 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 import uuid
 from collections.abc import Callable
 
 import torch
 
+from botorch_ext.runner.compare import sigint_blocked_in_children, stream_until_done
 from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.results import holding_interrupts
 
 # How long a client waits to reach an existing scheduler.
 _CONNECT_TIMEOUT = "20s"
-
-# How long the caller waits for a finished run before it drains the row queue
-# again; rows reach the CSV at most about this long after their evaluation.
-_DRAIN_INTERVAL_S = 0.2
 
 # How long a stopped grid waits for its tasks to return: a task stops at its next
 # proposal or evaluation, so this bounds the wait for one in progress (a model
@@ -99,8 +95,6 @@ def run_on_dask(
         raise ImportError(
             "--backend dask needs Dask's distributed: pip install distributed"
         ) from e
-    from botorch_ext.runner.compare import sigint_blocked_in_children
-
     cluster = None
     if scheduler is None:
         # Ctrl-C is this process's to handle: it writes the rows queued so far
@@ -133,6 +127,12 @@ def run_on_dask(
                 for row in queue.get(batch=True):
                     collect(row)
 
+        def wait_first(fs: set, timeout: float) -> tuple[set, set]:
+            try:
+                return wait(fs, timeout=timeout, return_when="FIRST_COMPLETED")
+            except TimeoutError:  # distributed's wait raises where others return
+                return set(), fs
+
         futures = {}
         pending = set()
         try:
@@ -153,20 +153,13 @@ def run_on_dask(
                     )
                     futures[future] = config
                     pending.add(future)
-            while pending:
-                try:
-                    done, pending = wait(
-                        pending,
-                        timeout=_DRAIN_INTERVAL_S,
-                        return_when="FIRST_COMPLETED",
-                    )
-                except TimeoutError:
-                    done = set()
-                drain()
-                for future in done:
-                    future.result()  # a run's error ends the grid here
-                    if on_run_done is not None:
-                        on_run_done(futures[future])
+
+            def on_done(future) -> None:
+                future.result()  # a run's error ends the grid here
+                if on_run_done is not None:
+                    on_run_done(futures[future])
+
+            stream_until_done(pending, wait_first, drain, on_done)
         except BaseException:
             # Interrupted, or a run failed: ask every task to stop (queued ones
             # then return at once) and keep writing rows until they have
@@ -179,24 +172,18 @@ def run_on_dask(
                     "progress to hand over their rows (Ctrl-C again to leave now)",
                     file=sys.stderr,
                 )
-            deadline = time.monotonic() + _STOP_TIMEOUT_S
+
+            def on_stopped(future) -> None:
+                # A run that reached its budget meanwhile is done; errors of the
+                # others cannot replace the one being raised.
+                if future.status == "finished" and future.result():
+                    if on_run_done is not None:
+                        on_run_done(futures[future])
+
             try:
-                while pending and time.monotonic() < deadline:
-                    try:
-                        done, pending = wait(
-                            pending,
-                            timeout=_DRAIN_INTERVAL_S,
-                            return_when="FIRST_COMPLETED",
-                        )
-                    except TimeoutError:
-                        done = set()
-                    drain()
-                    for future in done:
-                        # A run that reached its budget meanwhile is done; errors
-                        # of the others cannot replace the one being raised.
-                        if future.status == "finished" and future.result():
-                            if on_run_done is not None:
-                                on_run_done(futures[future])
+                stream_until_done(
+                    pending, wait_first, drain, on_stopped, timeout=_STOP_TIMEOUT_S
+                )
             except KeyboardInterrupt:
                 pass
             client.cancel(list(pending))
