@@ -10,8 +10,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from contextlib import redirect_stderr, redirect_stdout
-from io import StringIO
 from pathlib import Path
 from unittest import mock
 
@@ -19,13 +17,13 @@ import distributed
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext import cli
 from botorch_ext.runner import dask_backend
 from botorch_ext.runner.compare import run_grid
 from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.methods import MethodOptions
 from botorch_ext.runner.problems import Problem
 from botorch_ext.runner.results import read_results
+from tests.test_cli import _main
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The issue's cheap grid: Branin, a model-free and a model-based method.
@@ -46,16 +44,8 @@ FAILSAFE_S = 300
 
 
 def _cli(argv):
-    out, err = StringIO(), StringIO()
-    threads = torch.get_num_threads()
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            code = cli.main(argv)
-        except SystemExit as e:
-            code = e.code
-        finally:
-            torch.set_num_threads(threads)
-    return code, err.getvalue()
+    code, _, err = _main(argv)
+    return code, err
 
 
 def _key(row):
