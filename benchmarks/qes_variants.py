@@ -25,7 +25,7 @@ import torch
 
 from botorch_ext.acquisition import qES
 from botorch_ext.runner.loop import RunConfig, run_bo
-from botorch_ext.runner.methods import METHODS, _acquisition_method
+from botorch_ext.runner.methods import METHODS, acquisition_method
 from botorch_ext.runner.results import parse_row
 
 #: Each variant's ``construct_inputs_qES`` arguments (the runner's ``qes`` is
@@ -76,18 +76,18 @@ def _method(kwargs: dict):
     kwargs = dict(kwargs)
     tau_scale = kwargs.pop("tau_scale", None)
     if tau_scale is None:
-        return _acquisition_method(qES, **kwargs)
+        return acquisition_method(qES, **kwargs)
 
     def late():
         # tau relative to the training outcomes' std, as the constructor does
         # with 0.01; read late since the std changes every iteration.
         return {}
 
-    method = _acquisition_method(qES, **kwargs)
+    method = acquisition_method(qES, **kwargs)
 
     def scaled(train_X, train_Y, bounds, q, seed, options):
         method_kwargs = dict(kwargs, tau=tau_scale * train_Y.std().item())
-        inner = _acquisition_method(qES, **method_kwargs)
+        inner = acquisition_method(qES, **method_kwargs)
         out = inner(train_X, train_Y, bounds, q, seed, options)
         scaled.diagnostics, scaled.timings = inner.diagnostics, inner.timings
         return out
