@@ -40,14 +40,15 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from botorch_ext.acquisition import qES
 from botorch_ext.runner.problems import get_problem
 
-#: ``qes:NAME`` options (``construct_inputs_qES`` arguments).
+#: ``qes:NAME`` options (``construct_inputs_qES`` arguments; ``qes`` alone is the
+#: constructor's defaults, i.e. the runner's ``qes``).
 QES_OPTIONS = {
     "": {},
     "f8j32": {"num_fantasies": 8, "num_inner_samples": 32},
     "f8": {"num_fantasies": 8},
     "j32": {"num_inner_samples": 32},
     "m32": {"num_representer_points": 32},
-    "thompson": {"representer_scheme": "thompson", "num_around_best": 512},
+    "ei": {"representer_scheme": "ei", "num_around_best": 0},
 }
 
 

@@ -228,13 +228,15 @@ class qES(MCAcquisitionFunction):
             ).distribution.covariance_matrix  # b x (q + m) x (q + m)
             q = X.shape[-2]
             return cov[..., :q, :q], cov[..., q:, :q]
-        D, R_t, L_K, W_R, noise, scale = cache
+        DR, n, L_K, W_R, noise, scale = cache
         covar_module = self.model.covar_module
         X_t = self.model.transform_inputs(X)
         batch = X_t.shape[:-2]
-        k_DX = covar_module(D.expand(*batch, *D.shape), X_t).to_dense()
+        # One kernel call for the training and representer rows: GPyTorch's
+        # lazy kernel evaluation costs about as much per call as the arithmetic.
+        k_DRX = covar_module(DR.expand(*batch, *DR.shape), X_t).to_dense()
+        k_DX, k_RX = k_DRX[..., :n, :], k_DRX[..., n:, :]
         W_X = torch.linalg.solve_triangular(L_K, k_DX, upper=False)  # b x n x q
-        k_RX = covar_module(R_t.expand(*batch, *R_t.shape), X_t).to_dense()
         S_RX = scale * (k_RX - W_R.transpose(-1, -2) @ W_X)
         k_XX = covar_module(X_t).to_dense()
         eye = torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
@@ -276,7 +278,7 @@ class qES(MCAcquisitionFunction):
                 scale = torch.ones((), dtype=like.dtype, device=like.device)
                 if outcome_transform is not None:
                     scale = outcome_transform.stdvs.to(like).squeeze() ** 2
-            terms = (D, R_t, L_K, W_R, noise, scale)
+            terms = (torch.cat([D, R_t]), D.shape[0], L_K, W_R, noise, scale)
         self._prior_cache[key] = terms
         return terms
 
