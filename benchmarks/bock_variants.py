@@ -32,12 +32,14 @@ import os
 
 import torch
 from _common import append_csv_row
+from botorch.acquisition import qLogNoisyExpectedImprovement
 from gpytorch.priors import NormalPrior
 
 from botorch_ext.kernels import CylindricalKernel
-from botorch_ext.runner import methods
+from botorch_ext.runner.acquisition import acquisition_method
+from botorch_ext.runner.kernels import KERNELS
 from botorch_ext.runner.loop import RunConfig, run_bo
-from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.methods import METHODS, MethodOptions
 
 
 def _variant(name: str, d: int):
@@ -74,10 +76,8 @@ def main() -> None:
     torch.set_num_threads(1)
     for variant in args.variants.split(","):
         name = f"bock-{variant}"
-        methods.KERNELS[name] = lambda d, v=variant: (_variant(v, d), None)
-        methods.METHODS[name] = methods._acquisition_method(
-            methods.qLogNoisyExpectedImprovement, kernel=name
-        )
+        KERNELS[name] = lambda d, v=variant: (_variant(v, d), None)
+        METHODS[name] = acquisition_method(qLogNoisyExpectedImprovement, kernel=name)
         for seed in map(int, args.seeds.split(",")):
             path = os.path.join(
                 args.out,

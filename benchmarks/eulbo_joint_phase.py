@@ -47,6 +47,7 @@ from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_ext.models import EULBOOptions
+from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
 from botorch_ext.runner.loop import initial_design
 from botorch_ext.runner.methods import MethodOptions, get_method
 from botorch_ext.runner.problems import get_problem
@@ -86,7 +87,7 @@ def main() -> None:
         return
     torch.set_num_threads(1)
     warnings.simplefilter("ignore", OptimizationWarning)
-    warnings.simplefilter("ignore", RuntimeWarning)
+    ignore_optimize_acqf_retry_warnings()
     problem = get_problem("hartmann6")
     options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=100)
     env = environment()

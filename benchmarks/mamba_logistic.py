@@ -21,8 +21,9 @@ the tails, and an arm has to reach the posterior within its budget.
   evaluations.
 * ``grid-ksd``: the paper's "grid search-KSD" over the same arms. Every arm runs
   for ``R`` seconds from the start; its reward is the KSD of its thinned samples
-  (thin 10, at most 1000 evenly spaced samples, full-batch scores), as in
-  ``mamba``; the lowest KSD wins. Its tuning time is the total time, KSD included.
+  (thin 10, at most 1000 evenly spaced samples, full-batch scores), scored by
+  ``mamba``'s own ``run_and_score_arm``; the lowest KSD wins. Its tuning time is
+  the total time, KSD included.
 * ``heuristic``: ``h = 1/N``, batch 10% (SGHMC: 10 leapfrog steps), no tuning (0
   s). For reference, its KSD after ``R`` seconds from the same start is recorded.
 
@@ -87,13 +88,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import OtherCPU, environment, write_csv  # noqa: E402
 
 from botorch_ext.sgmcmc import (  # noqa: E402
+    ArmScore,
     MambaArm,
-    kernel_stein_discrepancy,
     log_posterior_gradient,
     mamba,
     mamba_arms,
-    sghmc,
-    sgld,
+    run_and_score_arm,
+    stein_metric,
 )
 
 PRIOR_VARIANCE = 10.0
@@ -262,44 +263,36 @@ def mala_reference(
 # ----------------------------------------------------------------------- helpers
 
 
-def evenly_spaced(samples: Tensor, k: int = MAX_METRIC_SAMPLES) -> Tensor:
-    """At most ``k`` evenly spaced rows, the rule ``mamba`` applies before its KSD."""
-    if samples.shape[0] <= k:
-        return samples
-    return samples[torch.linspace(0, samples.shape[0] - 1, k).round().long()]
-
-
-def ksd(gradient, samples: Tensor, diverged: bool = False) -> tuple[float, int]:
-    """KSD (IMQ, c = ``--ksd-c``, beta = -1/2) of at most 1000 evenly spaced
-    samples with full-batch scores, as ``mamba`` scores an arm; ``inf`` for a
-    diverged chain or fewer than two samples. Returns the value and the samples
-    used."""
-    samples = evenly_spaced(samples)
-    if diverged or samples.shape[0] < 2:
-        return math.inf, samples.shape[0]
-    scores = gradient(samples, None)
-    if not bool(torch.isfinite(scores).all()):
-        return math.inf, samples.shape[0]
-    value = kernel_stein_discrepancy(samples, scores, c=KSD_C)
-    return float(value), samples.shape[0]
+def reference_ksd(gradient, samples: Tensor) -> tuple[float, int]:
+    """KSD of exact samples as ``mamba`` scores an arm (``stein_metric``: IMQ,
+    c = ``--ksd-c``, at most 1000 evenly spaced samples, full-batch scores).
+    Returns the value and the samples used."""
+    value, used = stein_metric(
+        samples,
+        lambda t: gradient(t, None),
+        max_samples=MAX_METRIC_SAMPLES,
+        metric_kwargs={"c": KSD_C},
+    )
+    return value, used.shape[0]
 
 
 def run_arm(gradient, theta, arm: MambaArm, sampler: str, num_data: int, seconds, gen):
-    common = dict(
-        gradient=gradient,
-        theta=theta.detach().clone(),
-        step_size=arm.step_size,
-        batch_size=min(arm.batch_size, num_data),
-        num_data=num_data,
-        time_budget=seconds,
+    """``run_and_score_arm`` with this benchmark's settings: ``seconds`` from
+    ``theta``, thinned by 10, scored by the KSD of ``reference_ksd``."""
+    return run_and_score_arm(
+        gradient,
+        theta.detach().clone(),
+        arm,
+        seconds,
+        num_data,
+        sampler=sampler,
+        score=lambda t: gradient(t, None),
+        metric_kwargs={"c": KSD_C},
         thin=THIN,
+        max_metric_samples=MAX_METRIC_SAMPLES,
+        friction=FRICTION,
         generator=gen,
     )
-    if sampler == "sghmc":
-        return sghmc(
-            num_leapfrog_steps=arm.num_leapfrog_steps, friction=FRICTION, **common
-        )
-    return sgld(**common)
 
 
 def child_generator(gen: torch.Generator) -> torch.Generator:
@@ -320,18 +313,17 @@ def grid_search(gradient, start, num_data, arms, sampler, budget, gen):
     t0 = time.perf_counter()
     records = []
     for arm in arms:
-        result = run_arm(
+        scored: ArmScore = run_arm(
             gradient, start, arm, sampler, num_data, budget, child_generator(gen)
         )
-        value, used = ksd(gradient, result.samples, result.state.diverged)
         records.append(
             {
                 "arm": arm,
-                "ksd": value,
-                "num_samples": used,
-                "num_steps": result.num_steps,
-                "seconds": result.seconds,
-                "diverged": result.state.diverged,
+                "ksd": scored.metric,
+                "num_samples": scored.samples.shape[0],
+                "num_steps": scored.run.num_steps,
+                "seconds": scored.run.seconds,
+                "diverged": scored.run.state.diverged,
             }
         )
     best = min(records, key=lambda r: r["ksd"])
@@ -420,7 +412,7 @@ def main() -> None:
         args.mala_burn_in,
         seed=args.data_seed + 12345,
     )
-    ref_ksd, ref_n = ksd(gradient, ref["samples"].reshape(-1, d))
+    ref_ksd, ref_n = reference_ksd(gradient, ref["samples"].reshape(-1, d))
     laplace_sd = torch.linalg.inv(neg_hess).diag().sqrt()
     print(
         f"reference: MALA, {args.mala_chains} chains x {args.mala_steps} steps after "
@@ -541,13 +533,7 @@ def main() -> None:
             h_run = run_arm(
                 gradient, start, h_arm, sampler, N, args.budget, child_generator(gen)
             )
-            chosen["heuristic"] = (
-                h_arm,
-                0.0,
-                ksd(gradient, h_run.samples, h_run.state.diverged)[0],
-                {},
-                math.nan,
-            )
+            chosen["heuristic"] = (h_arm, 0.0, h_run.metric, {}, math.nan)
 
             for method, (arm, tune_s, tune_ksd, extra, other_share) in chosen.items():
                 ev = run_arm(
@@ -559,7 +545,8 @@ def main() -> None:
                     args.eval_seconds,
                     child_generator(gen),
                 )
-                final_ksd, used = ksd(gradient, ev.samples, ev.state.diverged)
+                final_ksd, used = ev.metric, ev.samples.shape[0]
+                run = ev.run
                 row = {
                     "seed": seed,
                     "sampler": sampler,
@@ -570,13 +557,13 @@ def main() -> None:
                     "leapfrog": arm.num_leapfrog_steps,
                     "tuning_seconds": round(tune_s, 3),
                     "tuning_ksd": tune_ksd,
-                    "eval_seconds": round(ev.seconds, 3),
-                    "eval_steps": ev.num_steps,
-                    "eval_samples": ev.samples.shape[0],
+                    "eval_seconds": round(run.seconds, 3),
+                    "eval_steps": run.num_steps,
+                    "eval_samples": run.samples.shape[0],
                     "ksd_samples": used,
                     "final_ksd": final_ksd,
-                    "sd_rel_error": sd_error(ev.samples),
-                    "diverged": ev.state.diverged,
+                    "sd_rel_error": sd_error(run.samples),
+                    "diverged": run.state.diverged,
                     "other_cpu": round(other_share, 3),
                     "num_arms": len(arms) if method != "heuristic" else 1,
                     "budget_s": args.budget,
@@ -587,7 +574,7 @@ def main() -> None:
                 save()
                 print(
                     f"seed {seed} {sampler} {method}: {row['arm']}; tuning "
-                    f"{tune_s:.1f} s (KSD {tune_ksd:.3g}); eval {ev.num_steps} steps, "
+                    f"{tune_s:.1f} s (KSD {tune_ksd:.3g}); eval {run.num_steps} steps, "
                     f"{row['eval_samples']} samples, KSD {final_ksd:.3g}, sd rel. err "
                     f"{row['sd_rel_error']:.3f}" + (f"; {extra}" if extra else ""),
                     flush=True,

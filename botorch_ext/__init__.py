@@ -8,6 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from botorch_ext.acquisition import (
     draw_representer_points,
     qES,
+    qLogSoftKG,
     qLogSoftPI,
     qSoftPI,
     qUCB,
@@ -43,6 +44,7 @@ __all__ = [
     "kernel_stein_discrepancy",
     "mamba",
     "qES",
+    "qLogSoftKG",
     "qLogSoftPI",
     "qSoftPI",
     "qUCB",

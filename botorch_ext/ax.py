@@ -32,7 +32,7 @@ def acquisition_functions() -> tuple[type, ...]:
 
     Example:
         >>> [c.__name__ for c in acquisition_functions()]
-        ['qES', 'qLogSoftPI', 'qSoftPI', 'qUCB']
+        ['qES', 'qLogSoftKG', 'qLogSoftPI', 'qSoftPI', 'qUCB']
     """
     from botorch.acquisition import AcquisitionFunction
 

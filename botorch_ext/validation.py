@@ -62,6 +62,57 @@ def check_positive_int(name: str, value: int) -> None:
         raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
 
 
+def check_bounds(name: str, bounds: Tensor, d: int | None = None) -> None:
+    r"""Raise a ``ValueError`` unless ``bounds`` is a finite ``2 x d`` box with
+    ``lower < upper`` in every column.
+
+    The one rule for every box the package is given (``draw_representer_points``,
+    ``EULBOModel.optimize_eulbo``, ...): row 0 holds the lower and row 1 the upper
+    bounds, as for ``optimize_acqf``. Lower must lie strictly below upper: a
+    zero-width dimension is a fixed feature (``optimize_acqf``'s
+    ``fixed_features``), not a box, and Ax's ``RangeParameter`` rejects it too.
+
+    Example:
+        >>> check_bounds("bounds", torch.tensor([[0.0, 0.0], [1.0, 2.0]]), d=2)
+
+    Args:
+        name: The argument name used in the error message.
+        bounds: The tensor to check.
+        d: The required number of columns, if known.
+
+    Raises:
+        ValueError: If ``bounds`` is not a tensor of shape ``2 x d`` (``d >= 1``),
+            has a NaN or infinite entry, or has ``lower >= upper`` in a column;
+            the message names the argument and the offending column.
+    """
+    shape = "2 x d" if d is None else f"2 x {d}"
+    if not isinstance(bounds, Tensor):
+        raise ValueError(
+            f"`{name}` must be a `{shape}` tensor, got {type(bounds).__name__}."
+        )
+    if (
+        bounds.dim() != 2
+        or bounds.shape[0] != 2
+        or bounds.shape[1] == 0
+        or (d is not None and bounds.shape[1] != d)
+    ):
+        raise ValueError(
+            f"`{name}` must be a `{shape}` tensor (lower bounds in row 0, upper "
+            f"in row 1), got shape {tuple(bounds.shape)}."
+        )
+    for bad, rule in (
+        (~torch.isfinite(bounds).all(dim=0), "must be finite"),
+        (bounds[0] >= bounds[1], "must have lower < upper in every column"),
+    ):
+        if bool(bad.any()):
+            j = int(bad.nonzero()[0, 0])
+            raise ValueError(
+                f"`{name}` {rule}, got lower = {bounds[0, j].item()!r} and upper = "
+                f"{bounds[1, j].item()!r} in column {j} ({int(bad.sum())} of "
+                f"{bounds.shape[1]} columns bad)."
+            )
+
+
 def check_no_nan_inputs(X: Tensor) -> None:
     r"""Raise a ``ValueError`` if the candidate tensor ``X`` contains NaN.
 

@@ -8,7 +8,7 @@ import torch
 from botorch.utils.testing import BotorchTestCase
 
 import botorch_ext.ax
-from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
+from botorch_ext.acquisition import qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB
 from botorch_ext.kernels import CylindricalKernel
 
 DIM = 6
@@ -76,13 +76,13 @@ class TestAx(BotorchTestCase):
 
         self.assertEqual(
             set(botorch_ext.ax.acquisition_functions()),
-            {qES, qLogSoftPI, qSoftPI, qUCB},
+            {qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB},
         )
         self.assertEqual(botorch_ext.ax.kernel_classes(), (CylindricalKernel,))
         botorch_ext.ax.register()
         botorch_ext.ax.register()  # idempotent
         for base, classes in (
-            (AcquisitionFunction, (qES, qLogSoftPI, qSoftPI, qUCB)),
+            (AcquisitionFunction, (qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB)),
             (Kernel, (CylindricalKernel,)),
         ):
             for cls in classes:

@@ -1,4 +1,5 @@
-r"""Reparameterized Monte Carlo acquisition functions from [Wilson2017reparam].
+r"""Reparameterized Monte Carlo acquisition functions from [Wilson2017reparam]_, and
+the one-shot soft knowledge gradient of [Maus2024eulbo]_.
 
 Importing this package registers an input constructor for every class with
 ``botorch.acquisition.input_constructors``.
@@ -7,6 +8,14 @@ Importing this package registers an input constructor for every class with
 from botorch_ext.acquisition import input_constructors  # noqa: F401  (registers)
 from botorch_ext.acquisition.entropy_search import draw_representer_points, qES
 from botorch_ext.acquisition.probability_of_improvement import qLogSoftPI, qSoftPI
+from botorch_ext.acquisition.soft_kg import qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
 
-__all__ = ["draw_representer_points", "qES", "qLogSoftPI", "qSoftPI", "qUCB"]
+__all__ = [
+    "draw_representer_points",
+    "qES",
+    "qLogSoftKG",
+    "qLogSoftPI",
+    "qSoftPI",
+    "qUCB",
+]

@@ -20,25 +20,29 @@ from botorch.acquisition.monte_carlo import MCAcquisitionFunction
 from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions.errors import UnsupportedError
 from botorch.models.model import Model
+from botorch.models.transforms.outcome import Standardize
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.sampling.qmc import NormalQMCEngine
 from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import concatenate_pending_points, t_batch_mode_transform
+from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.models import ExactGP
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from botorch_ext.acquisition.probability_of_improvement import DEFAULT_TAU
 from botorch_ext.validation import (
+    check_bounds,
     check_finite,
     check_no_nan_inputs,
     check_positive,
     check_positive_int,
 )
 
-#: Upper bound on the number of elements of the ``fantasies x inner samples x
-#: batch x representers`` tensor materialised at once; larger problems are split
-#: into chunks of fantasies so that evaluating 512 raw samples stays bounded.
-_MAX_CHUNK_ELEMENTS = 2**24
+#: Pairs (fantasy, inner sample) whose shifted softmax normalizer falls below
+#: this value are recomputed directly (see ``_factorized_pmax_entropy``); it
+#: keeps ``1 / N`` and its derivative ``-1 / N^2`` far from float64 overflow.
+_NORMALIZER_FLOOR = 1e-100
 
 # Fixed diagonal jitter, relative to the mean prior variance, added before the
 # factorizations: enough for clustered representers to factorize without
@@ -173,17 +177,12 @@ class qES(MCAcquisitionFunction):
                 f"`representer_points` has dimension {R.shape[-1]}, but `X` has "
                 f"dimension {X.shape[-1]}."
             )
-        q, m = X.shape[-2], R.shape[-2]
+        q = X.shape[-2]
         mu_R, L_R, z, prior_dev, h_prior = self._prior_terms(like=X)
         w, u = self._base_samples(q=q, like=X)
         tau = self.tau.to(X)
 
-        XR = torch.cat([X, R.expand(*X.shape[:-2], m, R.shape[-1])], dim=-2)
-        cov = self.model.posterior(
-            XR, posterior_transform=self.posterior_transform
-        ).distribution.covariance_matrix  # b x (q + m) x (q + m)
-        S_XX, S_RX = cov[..., :q, :q], cov[..., q:, :q]
-        S_XX_noisy = S_XX + torch.diag_embed(self._observation_noise(X, S_XX))
+        S_XX_noisy, S_RX = self._cross_covariances(X, R)
         L_X = psd_safe_cholesky(S_XX_noisy)
         # G = S_RX (S_XX + N)^{-1} is the Kalman gain; A = G L_X maps standardized
         # fantasies w to mean shifts, so that mu_R|y = mu_R + A w.
@@ -193,25 +192,95 @@ class qES(MCAcquisitionFunction):
         # f_R = mu_R + L_R z: mean part B z and residual part L_V u.
         B_t = torch.linalg.solve_triangular(L_R, S_RX, upper=False)  # m x q
         V = S_XX_noisy - B_t.transpose(-1, -2) @ B_t
-        jitter_X = _RELATIVE_JITTER[X.dtype] * S_XX.diagonal(dim1=-2, dim2=-1)
+        jitter_X = _RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(dim1=-2, dim2=-1)
         L_V = psd_safe_cholesky(V + torch.diag_embed(jitter_X))
         sim = z @ B_t + u @ L_V.transpose(-1, -2)  # b x J x q
         # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w.
         post_dev = prior_dev - (sim @ G_t) / tau  # b x J x m
         means = mu_R.unsqueeze(-2) + (w @ A_t) / tau  # b x F x m
 
-        F, J = w.shape[0], z.shape[0]
-        batch_numel = max(means.numel() // (F * m), 1)
-        chunk = max(1, _MAX_CHUNK_ELEMENTS // (J * m * batch_numel))
-        h_post = [
-            _relaxed_pmax_entropy(
-                means[..., start : start + chunk, :].unsqueeze(-2)
-                + post_dev.unsqueeze(-3)
-            )  # b x F'
-            for start in range(0, F, chunk)
-        ]
-        h_post = torch.cat(h_post, dim=-1).mean(dim=-1)
+        h_post = _factorized_pmax_entropy(means, post_dev).mean(dim=-1)  # b
         return h_prior - h_post
+
+    def _cross_covariances(self, X: Tensor, R: Tensor) -> tuple[Tensor, Tensor]:
+        r"""``S_XX + N`` (``b x q x q``) and ``S_RX`` (``b x m x q``) at ``X``.
+
+        For a single-output, unbatched exact GP with a homoskedastic Gaussian
+        likelihood, no posterior transform and no or a ``Standardize`` outcome
+        transform (e.g. BoTorch's default ``SingleTaskGP``), from the cached
+        ``W_R = L_K^{-1} k(D, R)``:
+        ``S_RX = s^2 (k(R, X) - W_R^T W_X)`` and
+        ``S_XX + N = s^2 (k(X, X) - W_X^T W_X + sigma^2 I)`` with
+        ``W_X = L_K^{-1} k(D, X)``, ``L_K L_K^T = k(D, D) + sigma^2 I`` and ``s``
+        the outcome transform's scale, which costs ``O(n q (n + m))`` per
+        t-batch. Any other model goes through its joint posterior over
+        ``[X, R]`` with the observation noise, whose ``R-R`` block is computed
+        and not used.
+        """
+        cache = self._exact_gp_terms(like=X)
+        if cache is None:
+            XR = torch.cat([X, R.expand(*X.shape[:-2], *R.shape)], dim=-2)
+            # The observation noise only adds to the diagonal, so the cross
+            # block S_RX is the noiseless one and the X block is S_XX + N, with
+            # outcome transforms and fixed or heteroskedastic noise respected.
+            cov = self.model.posterior(
+                XR, observation_noise=True, posterior_transform=self.posterior_transform
+            ).distribution.covariance_matrix  # b x (q + m) x (q + m)
+            q = X.shape[-2]
+            return cov[..., :q, :q], cov[..., q:, :q]
+        DR, n, L_K, W_R, noise, scale = cache
+        covar_module = self.model.covar_module
+        X_t = self.model.transform_inputs(X)
+        batch = X_t.shape[:-2]
+        # One kernel call for the training and representer rows: GPyTorch's
+        # lazy kernel evaluation costs about as much per call as the arithmetic.
+        k_DRX = covar_module(DR.expand(*batch, *DR.shape), X_t).to_dense()
+        k_DX, k_RX = k_DRX[..., :n, :], k_DRX[..., n:, :]
+        W_X = torch.linalg.solve_triangular(L_K, k_DX, upper=False)  # b x n x q
+        S_RX = scale * (k_RX - W_R.transpose(-1, -2) @ W_X)
+        k_XX = covar_module(X_t).to_dense()
+        eye = torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
+        S_XX_noisy = scale * (k_XX - W_X.transpose(-1, -2) @ W_X + noise * eye)
+        return S_XX_noisy, S_RX
+
+    def _exact_gp_terms(self, like: Tensor) -> tuple[Tensor, ...] | None:
+        r"""The ``X``-independent terms of the fast path of ``_cross_covariances``,
+        or None where the model does not qualify (cached like ``_prior_terms``)."""
+        key = ("exact", like.dtype, like.device)
+        if key in self._prior_cache:
+            return self._prior_cache[key]
+        model, terms = self.model, None
+        outcome_transform = getattr(model, "outcome_transform", None)
+        train_inputs = getattr(model, "train_inputs", None)
+        if (
+            self.posterior_transform is None
+            and isinstance(model, ExactGP)
+            and getattr(model, "num_outputs", None) == 1
+            and type(model.likelihood) is GaussianLikelihood
+            and hasattr(model, "covar_module")
+            and isinstance(train_inputs, tuple)
+            and len(train_inputs) == 1
+            and train_inputs[0].dim() == 2
+            and len(getattr(model, "_input_batch_shape", ())) == 0
+            and (outcome_transform is None or type(outcome_transform) is Standardize)
+        ):
+            with torch.no_grad():
+                model.eval()
+                D = train_inputs[0].to(like)
+                noise = model.likelihood.noise.to(like).squeeze(-1)
+                K = model.covar_module(D).to_dense()
+                L_K = psd_safe_cholesky(
+                    K + noise * torch.eye(D.shape[0], dtype=K.dtype, device=K.device)
+                )
+                R_t = model.transform_inputs(self.representer_points.to(like))
+                k_DR = model.covar_module(D, R_t).to_dense()
+                W_R = torch.linalg.solve_triangular(L_K, k_DR, upper=False)
+                scale = torch.ones((), dtype=like.dtype, device=like.device)
+                if outcome_transform is not None:
+                    scale = outcome_transform.stdvs.to(like).squeeze() ** 2
+            terms = (torch.cat([D, R_t]), D.shape[0], L_K, W_R, noise, scale)
+        self._prior_cache[key] = terms
+        return terms
 
     def _prior_terms(self, like: Tensor) -> tuple[Tensor, ...]:
         r"""The X-independent terms, computed once per dtype and device.
@@ -246,22 +315,11 @@ class qES(MCAcquisitionFunction):
                 tau = self.tau.to(like)
                 z = self._inner_base_samples(m=R.shape[-2], like=like)
                 prior_dev = z @ L_R.transpose(-1, -2) / tau  # (model batch) x J x m
-                h_prior = _relaxed_pmax_entropy((mu_R / tau).unsqueeze(-2) + prior_dev)
+                h_prior = _factorized_pmax_entropy(
+                    (mu_R / tau).unsqueeze(-2), prior_dev
+                ).squeeze(-1)
             self._prior_cache[key] = (mu_R / tau, L_R, z, prior_dev, h_prior)
         return self._prior_cache[key]
-
-    def _observation_noise(self, X: Tensor, S_XX: Tensor) -> Tensor:
-        r"""Observation-noise variances at ``X`` as seen by the posterior.
-
-        Taken as the difference between the noisy and noiseless predictive
-        variances, so that outcome transforms, fixed and heteroskedastic noise and
-        scalarizing posterior transforms are all respected. Models that ignore
-        ``observation_noise`` yield zero noise (fantasies of ``f``).
-        """
-        noisy = self.model.posterior(
-            X, observation_noise=True, posterior_transform=self.posterior_transform
-        ).variance.squeeze(-1)
-        return (noisy - S_XX.diagonal(dim1=-2, dim2=-1)).clamp_min(0.0)
 
     def _base_samples(self, q: int, like: Tensor) -> tuple[Tensor, Tensor]:
         r"""Fixed normal draws: fantasies ``w`` (``F x q``) and the residual part
@@ -286,24 +344,51 @@ class qES(MCAcquisitionFunction):
         return engine.draw(self.num_inner_samples).to(like.device, like.dtype)
 
 
-def _relaxed_pmax_entropy(scaled_f: Tensor) -> Tensor:
-    r"""Entropy of the softmax-relaxed ``p_max`` estimated from samples of ``f(R)``.
+def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
+    r"""Entropies of softmax-relaxed ``p_max`` for every fantasy, without the
+    ``fantasies x inner samples x representers`` tensor.
 
-    ``p_max = mean_j softmax(f_j / tau)``. A representer whose probability
-    underflows to exactly zero contributes ``0 * log(tiny) = 0`` to the entropy
-    and a finite gradient, whereas ``xlogy(p, p)`` would back-propagate
-    ``0 / 0``. The softmax and the mean are the only passes over the large
-    ``... x J x m`` tensor, which dominates the cost of ``qES``.
+    For fantasy ``f`` the logits of inner draw ``j`` are ``a_f + d_j`` (fantasy
+    mean plus conditioned deviation, both divided by tau), and
+    ``p_f = mean_j softmax(a_f + d_j)``. The softmax factorizes: with
+    ``A = exp(a - max a)`` and ``E = exp(d - max d)`` (row-wise shifts), the
+    normalizers are ``N = A E^T`` and ``p_f = A_f * (N_f^{-1} E) / J``, two
+    matrix products of ``F x J x m`` multiply-adds and nothing larger than
+    ``F x J`` or ``F x m`` in memory. The shifts are exact (they cancel), but a
+    pair whose logits peak at different representers can have ``N`` underflow;
+    pairs with ``N < _NORMALIZER_FLOOR`` are left out of the products and their
+    softmax computed directly. The products run in float64 whatever the input
+    dtype, since float32's exponent range (about ``e^{-87}``) would send most
+    pairs to the direct path. Equal to the entropy computed through the full
+    tensor up to rounding, gradients included (tested). A representer whose
+    probability underflows to exactly zero contributes ``0 * log(tiny) = 0``
+    and a finite gradient, where ``xlogy(p, p)`` would back-propagate
+    ``0 / 0``.
 
     Args:
-        scaled_f: A ``... x J x m``-dim tensor of ``J`` joint draws of ``f / tau``
-            at ``m`` representer points.
+        a: A ``batch x F x m``-dim tensor of scaled fantasy means.
+        d: A ``batch x J x m``-dim tensor of scaled inner deviations (batch
+            shapes broadcast).
 
     Returns:
-        A ``...``-dim tensor of entropies in nats.
+        A ``batch x F``-dim tensor of entropies in nats, in ``a``'s dtype.
     """
-    p = torch.softmax(scaled_f, dim=-1).mean(dim=-2)
-    return -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(dim=-1)
+    batch = torch.broadcast_shapes(a.shape[:-2], d.shape[:-2])
+    F, J, m = a.shape[-2], d.shape[-2], a.shape[-1]
+    a64 = a.double().expand(*batch, F, m).reshape(-1, F, m)
+    d64 = d.double().expand(*batch, J, m).reshape(-1, J, m)
+    A = (a64 - a64.detach().amax(dim=-1, keepdim=True)).exp()
+    E = (d64 - d64.detach().amax(dim=-1, keepdim=True)).exp()
+    N = A @ E.transpose(-1, -2)  # B x F x J
+    ok = N >= _NORMALIZER_FLOOR
+    inv_N = torch.where(ok, N.clamp_min(_NORMALIZER_FLOOR).reciprocal(), 0.0)
+    p = A * (inv_N @ E) / J  # B x F x m
+    if not bool(ok.all()):
+        b_idx, f_idx, j_idx = (~ok).nonzero(as_tuple=True)
+        direct = torch.softmax(a64[b_idx, f_idx] + d64[b_idx, j_idx], dim=-1) / J
+        p = p.index_put((b_idx, f_idx), direct, accumulate=True)
+    h = -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(dim=-1)
+    return h.reshape(*batch, F).to(a.dtype)
 
 
 def draw_representer_points(
@@ -314,18 +399,29 @@ def draw_representer_points(
     posterior_transform: PosteriorTransform | None = None,
     seed: int | None = None,
     uniform_fraction: float = 0.25,
+    scheme: str = "ei",
+    num_around_best: int = 0,
+    X_baseline: Tensor | None = None,
 ) -> Tensor:
-    r"""Draw representer points for ``qES`` by improvement-weighted Sobol sampling.
+    r"""Draw representer points for ``qES``.
 
-    Draws ``num_candidates`` scrambled Sobol points in ``bounds`` and keeps
-    ``num_points`` of them, sampled without replacement from the mixture
-    ``(1 - uniform_fraction) * EI / sum(EI) + uniform_fraction / num_candidates``,
-    where EI is the analytic expected improvement over the best posterior mean
-    among the candidates. The EI part concentrates representers where the
-    maximiser plausibly is, as Entropy Search does with its EI-based measure
-    [Hennig2012entropy]; the uniform part keeps some coverage of the rest of the
-    space, since pure EI weights put most points into one small basin
-    (near-duplicate points that make the covariance over ``R`` ill-conditioned).
+    Draws ``num_candidates`` scrambled Sobol points in ``bounds``, plus
+    ``num_around_best`` Gaussian perturbations (standard deviation 5% of the
+    box) of the training inputs with the highest posterior means, and keeps
+    ``num_points`` of this pool:
+
+    - ``scheme="ei"``: sampled without replacement from the mixture
+      ``(1 - uniform_fraction) * EI / sum(EI) + uniform_fraction / pool size``,
+      where EI is the analytic expected improvement over the best posterior mean
+      in the pool. The EI part concentrates representers where the maximiser
+      plausibly is, as Entropy Search does with its EI-based measure
+      [Hennig2012entropy]; the uniform part keeps some coverage of the rest of
+      the space.
+    - ``scheme="thompson"``: the maximisers over the pool of ``num_points``
+      joint posterior draws, i.e. draws from (the pool's discretization of)
+      ``p_max`` itself, as predictive and joint entropy searches sample their
+      optima; duplicates are dropped and the remaining slots are filled as in
+      ``"ei"``.
 
     Example:
         >>> R = draw_representer_points(model, bounds=torch.tensor([[0.0], [1.0]]))
@@ -339,47 +435,132 @@ def draw_representer_points(
         posterior_transform: A ``PosteriorTransform`` (optional).
         seed: Seed for the Sobol candidates and the subsampling.
         uniform_fraction: Weight in ``[0, 1]`` of the uniform component.
+        scheme: ``"ei"`` or ``"thompson"`` (see above).
+        num_around_best: Number of pool points perturbed around the best
+            inputs of ``X_baseline`` (0 disables).
+        X_baseline: A ``n x d``-dim tensor of evaluated inputs, in the space of
+            ``bounds``, for ``num_around_best``; the model's ``train_inputs`` if
+            None (which are transformed inputs if the model has an input
+            transform: pass ``X_baseline`` then).
 
     Returns:
         A ``num_points x d``-dim tensor of representer points.
 
     Raises:
-        ValueError: For malformed ``bounds`` or ``num_candidates < num_points``.
+        ValueError: For malformed ``bounds``, ``num_candidates < num_points``, an
+            unknown ``scheme`` or a negative ``num_around_best``.
     """
     check_positive_int("num_points", num_points)
     if not 0.0 <= uniform_fraction <= 1.0:
         raise ValueError(
             f"`uniform_fraction` must be in [0, 1], got {uniform_fraction!r}."
         )
-    bounds = torch.as_tensor(bounds)
-    if (
-        bounds.dim() != 2
-        or bounds.shape[0] != 2
-        or not bool((bounds[0] < bounds[1]).all())
-    ):
+    if scheme not in REPRESENTER_SCHEMES:
         raise ValueError(
-            "`bounds` must be a `2 x d` tensor with lower < upper, got "
-            f"{bounds.tolist()}."
+            f"`scheme` must be one of {REPRESENTER_SCHEMES}, got {scheme!r}."
         )
+    if int(num_around_best) != num_around_best or num_around_best < 0:
+        raise ValueError(
+            f"`num_around_best` must be a non-negative integer, got "
+            f"{num_around_best!r}."
+        )
+    bounds = torch.as_tensor(bounds)
+    check_bounds("bounds", bounds)
     num_candidates = num_candidates or max(1024, 16 * num_points)
     if num_candidates < num_points:
         raise ValueError(
             f"`num_candidates` ({num_candidates}) must be >= `num_points` "
             f"({num_points})."
         )
-    candidates = draw_sobol_samples(bounds=bounds, n=num_candidates, q=1, seed=seed)
-    with torch.no_grad():
-        mean = model.posterior(candidates, posterior_transform=posterior_transform).mean
-        log_ei = LogExpectedImprovement(
-            model=model, best_f=mean.max(), posterior_transform=posterior_transform
-        )(candidates)
     generator = None
     if seed is not None:
-        generator = torch.Generator(device=log_ei.device).manual_seed(seed)
-    probs = (1.0 - uniform_fraction) * torch.softmax(log_ei.flatten().double(), 0)
-    probs = probs + uniform_fraction / probs.numel()
-    idx = torch.multinomial(probs, num_points, replacement=False, generator=generator)
-    return candidates[idx, 0, :]
+        generator = torch.Generator(device=bounds.device).manual_seed(seed)
+    pool = draw_sobol_samples(bounds=bounds, n=num_candidates, q=1, seed=seed)
+    pool = pool.squeeze(-2)
+    if num_around_best > 0:
+        pool = torch.cat(
+            [
+                pool,
+                _around_best(
+                    model,
+                    bounds,
+                    num_around_best,
+                    generator,
+                    X_baseline,
+                    posterior_transform,
+                ),
+            ],
+            dim=0,
+        )
+    with torch.no_grad():
+        posterior = model.posterior(pool, posterior_transform=posterior_transform)
+        mean = posterior.mean
+        log_ei = LogExpectedImprovement(
+            model=model, best_f=mean.max(), posterior_transform=posterior_transform
+        )(pool.unsqueeze(-2))
+        probs = (1.0 - uniform_fraction) * torch.softmax(log_ei.flatten().double(), 0)
+        probs = probs + uniform_fraction / probs.numel()
+        chosen = torch.zeros(0, dtype=torch.long, device=pool.device)
+        if scheme == "thompson":
+            z = torch.randn(
+                num_points,
+                pool.shape[0],
+                generator=generator,
+                dtype=pool.dtype,
+                device=pool.device,
+            )
+            S = posterior.distribution.covariance_matrix
+            jitter = _RELATIVE_JITTER[pool.dtype] * S.diagonal().mean()
+            L = psd_safe_cholesky(S + jitter * torch.eye(*S.shape[-2:]).to(S))
+            draws = mean.squeeze(-1) + z @ L.transpose(-1, -2)
+            chosen = draws.argmax(dim=-1).unique()
+            probs[chosen] = 0.0
+        num_rest = num_points - chosen.numel()
+        if num_rest > 0:
+            rest = torch.multinomial(
+                probs, num_rest, replacement=False, generator=generator
+            )
+            chosen = torch.cat([chosen, rest])
+    return pool[chosen]
+
+
+#: The representer-point schemes of ``draw_representer_points``.
+REPRESENTER_SCHEMES = ("ei", "thompson")
+
+
+def _around_best(
+    model: Model,
+    bounds: Tensor,
+    n: int,
+    generator: torch.Generator | None,
+    X_baseline: Tensor | None,
+    posterior_transform: PosteriorTransform | None = None,
+) -> Tensor:
+    r"""``n`` Gaussian perturbations (5% of the box) of the best training inputs.
+
+    The best are the top 5% (at least one) of the training inputs by posterior
+    mean, as BoTorch's ``sample_points_around_best`` picks them.
+    """
+    if X_baseline is None:
+        train_inputs = getattr(model, "train_inputs", None)
+        if not isinstance(train_inputs, tuple) or len(train_inputs) == 0:
+            raise ValueError(
+                "`num_around_best` > 0 needs `X_baseline` or a model with "
+                f"`train_inputs`, got a {type(model).__name__}."
+            )
+        X_baseline = train_inputs[0]
+    X = X_baseline.to(bounds).reshape(-1, X_baseline.shape[-1])
+    with torch.no_grad():
+        mean = model.posterior(X, posterior_transform=posterior_transform).mean
+        mean = mean.reshape(X.shape[0], -1).mean(-1)
+    k = max(1, int(0.05 * X.shape[0]))
+    best = X[mean.topk(k).indices]
+    idx = torch.randint(k, (n,), generator=generator, device=X.device)
+    noise = torch.randn(
+        n, X.shape[-1], generator=generator, dtype=X.dtype, device=X.device
+    )
+    scale = 0.05 * (bounds[1] - bounds[0])
+    return torch.minimum(torch.maximum(best[idx] + scale * noise, bounds[0]), bounds[1])
 
 
 def _model_input_dim(model: Model) -> int | None:

@@ -1,10 +1,22 @@
-r"""Approximation-aware SVGP: joint acquisition and variational fitting by the EULBO.
+r"""Approximation-aware SVGP: the model of the EULBO and its state across BO steps.
 
-Data path of one EULBO step: the state ``w`` carried from the previous BO step
-(``carry_over``) -> ELBO fit to convergence -> warm start (``optimize_acqf`` on the
-matching acquisition) -> alternate w-step (SVGP parameters: minibatch ELBO plus
-expected log utility) and x-step (expected log utility) -> project ``x`` onto the
-bounds -> return the candidates.
+``EULBOModel`` is BoTorch's ``SingleTaskVariationalGP`` with floors that Adam
+respects, outcomes standardized once on the whole data set, a closed-form start
+for ``q(u)`` and a way to carry its state ``w`` (inducing points, ``q(u)``,
+hyperparameters) from one BO step to the next (``carry_over``), as Algorithm 1
+of [Maus2024eulbo] does. The rest of the EULBO lives beside it, as BoTorch keeps
+fitting and acquisition beside its models:
+
+* ``botorch_ext.optim.fit``: the ELBO fit (``EULBOModel.fit_elbo``);
+* ``botorch_ext.optim.eulbo``: the joint EULBO optimization, warm start included
+  (``EULBOModel.optimize_eulbo``, ``EULBOModel.eulbo``);
+* ``botorch_ext.models.utilities``: the expected log utilities
+  (``EULBOModel.expected_log_utility``, ``fantasy_means``,
+  ``soft_kg_log_utility``);
+* ``botorch_ext.acquisition.soft_kg``: the one-shot soft KG as an acquisition
+  function for any Gaussian model (``qLogSoftKG``).
+
+The names this module held before that split are still importable from it.
 
 References
 
@@ -23,14 +35,10 @@ References
 from __future__ import annotations
 
 import copy
-import math
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
-from botorch.acquisition import AcquisitionFunction, qLogExpectedImprovement
-from botorch.exceptions.warnings import OptimizationWarning
 from botorch.models import SingleTaskVariationalGP
 from botorch.models.model import Model
 from botorch.models.transforms.input import InputTransform
@@ -44,24 +52,31 @@ from botorch.models.utils.inducing_point_allocators import (
     GreedyVarianceReduction,
     InducingPointAllocator,
 )
-from botorch.optim import optimize_acqf
-from botorch.utils.safe_math import log_softplus
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.constraints import GreaterThan
 from gpytorch.mlls import VariationalELBO
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from botorch_ext.models.utilities import (
+from botorch_ext.models import utilities
+from botorch_ext.models.utilities import (  # noqa: F401  (re-exported)
     DEFAULT_NUM_QUADRATURE_POINTS,
     expected_log_soft_improvement,
     mc_log_soft_improvement,
 )
-from botorch_ext.validation import check_positive, check_positive_int
 
-UTILITIES = ("ei", "kg")
-ALTERNATIONS = ("step", "epoch")
-CONVERGENCE_RULES = ("steps", "epochs")
+# ALTERNATIONS, UTILITIES, CONVERGENCE_RULES and the private helpers are
+# re-exported: they lived here before the split.
+from botorch_ext.optim.eulbo import (  # noqa: F401
+    ALTERNATIONS,
+    UTILITIES,
+    _OneShotSoftKG,
+)
+from botorch_ext.optim.eulbo import eulbo as _eulbo
+from botorch_ext.optim.eulbo import optimize_eulbo as _optimize_eulbo
+from botorch_ext.optim.fit import CONVERGENCE_RULES, _StoppingRule  # noqa: F401
+from botorch_ext.optim.fit import fit_elbo as _fit_elbo
+from botorch_ext.validation import check_positive, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -176,22 +191,6 @@ class EULBOOptions:
             "num_quadrature_points",
         ):
             check_positive_int(name, getattr(self, name))
-
-
-class _StoppingRule:
-    r"""Stop after ``patience`` rounds without an improvement larger than ``tol``."""
-
-    def __init__(self, patience: int, tol: float) -> None:
-        self.patience, self.tol = patience, tol
-        self.best, self.stale = -math.inf, 0
-
-    def update(self, value: float) -> bool:
-        r"""Record a round's value; return True when the fit should stop."""
-        if value > self.best + self.tol or self.best == -math.inf:
-            self.best, self.stale = max(value, self.best), 0
-        else:
-            self.stale += 1
-        return self.stale >= self.patience
 
 
 class EULBOModel(SingleTaskVariationalGP):
@@ -545,46 +544,6 @@ class EULBOModel(SingleTaskVariationalGP):
             value / self.train_X_full.shape[-2] if self.elbo_scale == "sum" else value
         )
 
-    def _minibatches(self, generator: torch.Generator) -> list[Tensor]:
-        n = self.train_X_full.shape[-2]
-        perm = torch.randperm(n, generator=generator)
-        return list(perm.split(self.options.batch_size))
-
-    def _minibatch_stream(self, generator: torch.Generator) -> Iterator[Tensor]:
-        r"""Reshuffled minibatches, epoch after epoch (Appendix A)."""
-        while True:
-            yield from self._minibatches(generator)
-
-    def _check_set(self, generator: torch.Generator) -> Tensor:
-        n = self.train_X_full.shape[-2]
-        if n <= self.options.check_size:
-            return torch.arange(n)
-        return torch.randperm(n, generator=generator)[: self.options.check_size]
-
-    def _check_elbo(self, idx: Tensor) -> Tensor:
-        r"""The ELBO (on ``elbo_scale``) estimated on the fixed check set."""
-        with torch.no_grad():
-            return self._elbo(self.train_X_full[idx], self.train_Y_std[idx])
-
-    def _w_parameters(self) -> list[Tensor]:
-        return [p for p in self.parameters() if p.requires_grad]
-
-    def _w_step(self, opt, params, idx: Tensor, extra=None) -> bool:
-        r"""One Adam step on the minibatch ELBO (plus ``extra()``); False if the
-        loss is not finite."""
-        opt.zero_grad()
-        objective = self._elbo(self.train_X_full[idx], self.train_Y_std[idx])
-        if extra is not None:
-            objective = objective + extra()
-        loss = -objective
-        if not torch.isfinite(loss):
-            return False
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, self.options.grad_clip)
-        opt.step()
-        self._last_step_value = -loss.item()
-        return True
-
     def fit_elbo(self, seed: int = 0) -> float:
         r"""Fit the SVGP by its ELBO: minibatch Adam, clipping, a stopping rule.
 
@@ -594,7 +553,7 @@ class EULBOModel(SingleTaskVariationalGP):
         the closed-form ``q(u)``); stops by ``options.convergence`` (see
         ``EULBOOptions``). ``self.last_fit`` records the number of steps, the
         final per-datum ELBO and whether the stopping rule (not the budget)
-        ended the fit.
+        ended the fit. See ``botorch_ext.optim.fit.fit_elbo``.
 
         Args:
             seed: Seed of the minibatch shuffling and the check set.
@@ -603,50 +562,7 @@ class EULBOModel(SingleTaskVariationalGP):
             The final per-datum ELBO (on the check set for ``"steps"``; the last
             epoch's mean for ``"epochs"``).
         """
-        self.train()
-        params = self._w_parameters()
-        opt = torch.optim.Adam(params, lr=self.options.lr_w)
-        gen = torch.Generator().manual_seed(seed)
-        rule = _StoppingRule(self.options.patience, self.options.tol)
-        steps, converged, value = 0, False, -math.inf
-        if self.options.convergence == "epochs":
-            n = self.train_X_full.shape[-2]
-            for _ in range(self.options.max_epochs):
-                total = 0.0
-                for idx in self._minibatches(gen):
-                    if not self._w_step(opt, params, idx):
-                        raise RuntimeError(
-                            "The ELBO became non-finite during fit_elbo."
-                        )
-                    steps += 1
-                    # Weight by minibatch size: a small last minibatch would
-                    # otherwise make the epoch score noisy (and stop early).
-                    total += self._last_step_value * len(idx)
-                value = self._per_datum(total / n)
-                if rule.update(value):
-                    converged = True
-                    break
-        else:
-            check = self._check_set(gen)
-            stream = self._minibatch_stream(gen)
-            value = self._per_datum(self._check_elbo(check).item())
-            rule.update(value)
-            while steps < self.options.max_steps:
-                for _ in range(
-                    min(self.options.check_every, self.options.max_steps - steps)
-                ):
-                    if not self._w_step(opt, params, next(stream)):
-                        raise RuntimeError(
-                            "The ELBO became non-finite during fit_elbo."
-                        )
-                    steps += 1
-                value = self._per_datum(self._check_elbo(check).item())
-                if rule.update(value):
-                    converged = True
-                    break
-        self.eval()
-        self.last_fit = {"steps": steps, "elbo": value, "converged": converged}
-        return value
+        return _fit_elbo(self, seed=seed)
 
     # -------------------------------------------------------------- utilities
     def _best_f(self) -> Tensor:
@@ -658,7 +574,8 @@ class EULBOModel(SingleTaskVariationalGP):
         r"""``E_{q(f)} log u(X, f)`` of the soft improvement (standardized scale).
 
         For ``utility="kg"`` the last ``num_fantasies`` points of ``X`` are the
-        one-shot KG's free points ``x'_i``, see ``soft_kg_log_utility``.
+        one-shot KG's free points ``x'_i``, see ``soft_kg_log_utility``. See
+        ``botorch_ext.models.utilities.expected_log_utility``.
 
         Args:
             X: ``batch_shape x q x d`` candidates (``batch_shape x (q + S) x d``
@@ -671,49 +588,14 @@ class EULBOModel(SingleTaskVariationalGP):
         Returns:
             A ``batch_shape`` tensor.
         """
-        if utility == "kg":
-            if base_samples is None:
-                raise ValueError("`base_samples` are required for utility='kg'.")
-            return self.soft_kg_log_utility(X, base_samples)
-        # Latent SVGP marginal on the transformed (standardized) scale.
-        f = self.model(self._to_model_space(X))
-        best_f = self._best_f()
-        if X.shape[-2] == 1:
-            return expected_log_soft_improvement(
-                f.mean.squeeze(-1),
-                f.variance.clamp_min(0).sqrt().squeeze(-1),
-                best_f,
-                num_points=self.options.num_quadrature_points,
-            )
-        if base_samples is None:
-            raise ValueError("`base_samples` are required for q > 1.")
-        jitter = 1e-6 * torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
-        L = torch.linalg.cholesky(f.covariance_matrix + jitter)
-        # f_s = mean + L eps_s for every t-batch: num_samples x batch_shape x q.
-        samples = f.mean.unsqueeze(0) + torch.einsum("...ij,sj->s...i", L, base_samples)
-        return mc_log_soft_improvement(samples, best_f)
+        return utilities.expected_log_utility(self, X, base_samples, utility)
 
     def fantasy_means(self, X: Tensor, base_samples: Tensor) -> Tensor:
         r"""One-shot KG conditional means ``E[f(x'_i) | D, (x_j, y_ij)]``.
 
-        The SVGP's predictive distribution ``q(f)`` is a Gaussian process with
-        mean ``mu`` and covariance ``Sigma`` (eq. 4 of [Maus2024eulbo]). A fantasy
-        observation ``y_ij = mu(x_j) + sqrt(Sigma(x_j, x_j) + s2) eps_ij`` (noise
-        variance ``s2`` from the likelihood) conditions it by one rank-one
-        Gaussian update,
-
-            E[f(x'_i) | y_ij] = mu(x'_i)
-                + Sigma(x'_i, x_j) / sqrt(Sigma(x_j, x_j) + s2) * eps_ij,
-
-        with ``Sigma(x', x) = k(x', x) - k_x'Z Kzz^-1 k_Zx
-        + k_x'Z Kzz^-1 S Kzz^-1 k_Zx``. Given the Cholesky factor of ``Kzz``
-        (shared with the ELBO), each ``Sigma(x'_i, x_j)`` costs ``O(m^2)`` (one
-        triangular solve per point and a product with the variational factor),
-        and everything is differentiable in ``x``, ``x'``, the variational
-        parameters, the inducing points and the hyperparameters. GPyTorch's
-        ``get_fantasy_model`` would give no gradients to the variational
-        parameters, and BoTorch's SVGP cannot ``fantasize``. Each candidate
-        ``x_j`` is conditioned on separately, as in the paper's batch KG-EULBO.
+        A differentiable rank-one update of the SVGP's predictive distribution
+        (eq. 4 of [Maus2024eulbo]) on the standardized scale; see
+        ``botorch_ext.models.utilities.fantasy_means``.
 
         Args:
             X: ``batch_shape x (q + S) x d``: ``q`` candidates, then the ``S``
@@ -724,26 +606,14 @@ class EULBOModel(SingleTaskVariationalGP):
             A ``batch_shape x S x q`` tensor of conditional means (standardized
             scale).
         """
-        S, q = base_samples.shape
-        if X.shape[-2] != q + S:
-            raise ValueError(
-                f"`X` must hold q + S = {q + S} points for the one-shot KG, got "
-                f"{X.shape[-2]}."
-            )
-        f = self.model(self._to_model_space(X))
-        mean, covar = f.mean, f.lazy_covariance_matrix
-        cross = covar[..., q:, :q].to_dense()  # Sigma(x'_i, x_j): b x S x q
-        var_x = covar[..., :q, :q].to_dense().diagonal(dim1=-2, dim2=-1)
-        noise = self.likelihood.noise.squeeze(-1)
-        scale = (var_x + noise).clamp_min(1e-12).sqrt()  # b x q
-        return mean[..., q:].unsqueeze(-1) + cross / scale.unsqueeze(-2) * base_samples
+        return utilities.fantasy_means(self, X, base_samples)
 
     def soft_kg_log_utility(self, X: Tensor, base_samples: Tensor) -> Tensor:
         r"""``1/S sum_i max_j log softplus(E[f(x'_i) | D, (x_j, y_ij)] - y+)``.
 
         The one-shot soft-KG term of the EULBO [Maus2024eulbo, eq. 10 and its
-        batch version], with ``c+ = y+`` the best standardized training outcome
-        (the paper's choice) and BoTorch's ``log_softplus``.
+        batch version], with ``c+ = y+`` the best standardized training outcome;
+        see ``botorch_ext.models.utilities.soft_kg_log_utility``.
 
         Args:
             X: ``batch_shape x (q + S) x d`` as for ``fantasy_means``.
@@ -752,31 +622,24 @@ class EULBOModel(SingleTaskVariationalGP):
         Returns:
             A ``batch_shape`` tensor.
         """
-        means = self.fantasy_means(X, base_samples)
-        log_u = log_softplus(means - self._best_f())
-        return log_u.amax(dim=-1).mean(dim=-1)
+        return utilities.soft_kg_log_utility(self, X, base_samples)
 
     def eulbo(
         self, X: Tensor, base_samples: Tensor | None = None, utility: str = "ei"
     ) -> Tensor:
         r"""The full-data EULBO ``L_ELBO + utility_weight * E log u(X)``.
 
+        See ``botorch_ext.optim.eulbo.eulbo``.
+
         Args:
             X: ``q x d`` candidates.
             base_samples: As for ``expected_log_utility``.
+            utility: ``"ei"`` or ``"kg"``.
 
         Returns:
             A scalar tensor.
         """
-        was_training = self.training
-        self.train()
-        try:
-            value = self._elbo(self.train_X_full, self.train_Y_std)
-        finally:
-            self.train(was_training)
-        return value + self.utility_weight * self.expected_log_utility(
-            X.unsqueeze(0), base_samples, utility
-        ).squeeze(0)
+        return _eulbo(self, X, base_samples, utility)
 
     # ------------------------------------------------------------ acquisition
     def optimize_eulbo(
@@ -788,19 +651,11 @@ class EULBOModel(SingleTaskVariationalGP):
     ) -> tuple[Tensor, Tensor]:
         r"""Choose ``q`` candidates jointly with the SVGP fit (Algorithm 1).
 
-        Warm start: ``fit_elbo`` then ``optimize_acqf`` on the matching
-        acquisition under the fitted SVGP (BoTorch's ``qLogExpectedImprovement``
-        for ``"ei"``; the one-shot soft-KG with the SVGP held fixed for ``"kg"``,
-        over the candidates and the free points ``x'_i``). Then block-coordinate
-        ascent on the EULBO: w-steps (Adam, ``lr_w``, minibatch ELBO plus the
-        expected log utility) alternating with x-steps (Adam, ``lr_x``, the
-        expected log utility), both clipped at ``grad_clip``, ``x`` projected
-        onto ``bounds`` after every step, stopping by the same rule as
-        ``fit_elbo`` applied to the EULBO (the ELBO part on the check set for
-        ``"steps"``, on all data for ``"epochs"``). The model is left at the
-        best state seen at the end of a round (the warm start included). A
-        non-finite loss restores the last finite state, falls back to the
-        warm-start candidates and warns.
+        ``fit_elbo``, a warm start by ``optimize_acqf`` on the matching
+        acquisition (``qLogExpectedImprovement`` for ``"ei"``, the one-shot
+        soft KG for ``"kg"``), then alternating w- and x-steps on the EULBO;
+        ``self.last_optimization`` records the trace. See
+        ``botorch_ext.optim.eulbo.optimize_eulbo``.
 
         Args:
             bounds: ``2 x d`` box (e.g. a TuRBO trust region).
@@ -814,153 +669,7 @@ class EULBOModel(SingleTaskVariationalGP):
             final EULBO (its ELBO part estimated on the check set, which is all
             data when ``n <= options.check_size`` or for ``"epochs"``).
         """
-        d = self.train_X_full.shape[-1]
-        _check_bounds(bounds, d)
-        check_positive_int("q", q)
-        if utility not in UTILITIES:
-            raise ValueError(f"unknown utility {utility!r}; choose from {UTILITIES}")
-        bounds = bounds.to(self.train_X_full)
-        gen = torch.Generator().manual_seed(seed)
-        base_samples = None
-        if q > 1 or utility == "kg":
-            n_samples = (
-                self.options.num_fantasies
-                if utility == "kg"
-                else self.options.num_mc_samples
-            )
-            base_samples = torch.randn(
-                n_samples, q, generator=gen, dtype=bounds.dtype
-            ).to(bounds.device)
-
-        self.fit_elbo(seed=seed)
-        # For "kg", x holds the q candidates followed by the S free points x'_i.
-        x0 = self._warm_start(bounds, q, seed, utility, base_samples)
-        x = x0.clone().requires_grad_(True)
-        w_params = self._w_parameters()
-        opt_w = torch.optim.Adam(w_params, lr=self.options.lr_w)
-        opt_x = torch.optim.Adam([x], lr=self.options.lr_x)
-        epochs = self.options.convergence == "epochs"
-        check = None if epochs else self._check_set(gen)
-
-        def criterion(X: Tensor) -> float:
-            with torch.no_grad():
-                if check is None:
-                    return self.eulbo(X, base_samples, utility).item()
-                self.train()
-                elbo = self._check_elbo(check)
-                util = self.expected_log_utility(X.unsqueeze(0), base_samples, utility)
-                return (elbo + self.utility_weight * util.squeeze(0)).item()
-
-        warm_value = criterion(x0)
-        warm_utility = self._utility_value(x0, base_samples, utility)
-        # The returned state is the best EULBO seen at a round's end, starting
-        # from the warm start: minibatch Adam is not monotone.
-        best_state = copy.deepcopy(self.state_dict())
-        best_x, best_value = x0.clone(), warm_value
-        rule = _StoppingRule(self.options.patience, self.options.tol)
-        rule.update(self._per_datum(warm_value))
-        diverged = False
-        trace = [warm_value]
-        steps = 0
-
-        def x_step() -> bool:
-            opt_x.zero_grad()
-            loss_x = -self.expected_log_utility(
-                x.unsqueeze(0), base_samples, utility
-            ).sum()
-            if not torch.isfinite(loss_x):
-                return False
-            loss_x.backward()
-            torch.nn.utils.clip_grad_norm_([x], self.options.grad_clip)
-            opt_x.step()
-            with torch.no_grad():
-                x.copy_(torch.maximum(torch.minimum(x, bounds[1]), bounds[0]))
-            return True
-
-        def utility_term() -> Tensor:
-            util = self.expected_log_utility(
-                x.detach().unsqueeze(0), base_samples, utility
-            )
-            return self.utility_weight * util.sum()
-
-        stream = self._minibatch_stream(gen)
-        n = self.train_X_full.shape[-2]
-        steps_per_round = (
-            math.ceil(n / self.options.batch_size)
-            if epochs
-            else self.options.check_every
-        )
-        max_rounds = (
-            self.options.max_epochs
-            if epochs
-            else math.ceil(self.options.max_steps / self.options.check_every)
-        )
-        self.train()
-        for _ in range(max_rounds):
-            batches = (
-                self._minibatches(gen)
-                if epochs
-                else [next(stream) for _ in range(steps_per_round)]
-            )
-            for idx in batches:
-                if not self._w_step(opt_w, w_params, idx, extra=utility_term):
-                    diverged = True
-                    break
-                steps += 1
-                if self.alternation == "step" and not x_step():
-                    diverged = True
-                    break
-            if not diverged and self.alternation == "epoch" and not x_step():
-                diverged = True
-            if diverged:
-                break
-            value = criterion(x.detach())
-            trace.append(value)
-            if not math.isfinite(value) or not bool(torch.isfinite(x).all()):
-                diverged = True
-                break
-            if value > best_value:
-                best_state = copy.deepcopy(self.state_dict())
-                best_x, best_value = x.detach().clone(), value
-            if rule.update(self._per_datum(value)):
-                break
-        self.load_state_dict(best_state)
-        candidates = best_x
-        if diverged:
-            # best_state is finite by construction; the candidates fall back to
-            # the warm start, whose EULBO is known to be finite.
-            candidates = x0
-            warnings.warn(
-                "The EULBO became non-finite during optimize_eulbo; restored the "
-                "best finite model state and returned the warm-start candidates.",
-                OptimizationWarning,
-                stacklevel=2,
-            )
-        self.eval()
-        value = criterion(candidates)
-        self.eval()
-        self.last_optimization = {
-            "fantasy_points": candidates[q:] if utility == "kg" else None,
-            "warm_start_candidates": x0,
-            "warm_start_value": warm_value,
-            "warm_start_utility": warm_utility,
-            "utility": self._utility_value(candidates, base_samples, utility),
-            "trace": trace,
-            "steps": steps,
-            "moved": (candidates - x0).norm(dim=-1).max().item(),
-            "diverged": diverged,
-        }
-        return candidates[:q], torch.tensor(
-            value, dtype=bounds.dtype, device=bounds.device
-        )
-
-    def _utility_value(
-        self, X: Tensor, base_samples: Tensor | None, utility: str
-    ) -> float:
-        with torch.no_grad():
-            return self.expected_log_utility(
-                X.unsqueeze(0), base_samples, utility
-            ).item()
+        return _optimize_eulbo(self, bounds, q=q, utility=utility, seed=seed)
 
     def diagnostics(self) -> dict:
         r"""The fitted state a BO loop should log at every step.
@@ -987,55 +696,6 @@ class EULBOModel(SingleTaskVariationalGP):
             "eulbo_steps": opt.get("steps"),
             "moved": opt.get("moved"),
         }
-
-    def _warm_start(
-        self,
-        bounds: Tensor,
-        q: int,
-        seed: int,
-        utility: str = "ei",
-        base_samples: Tensor | None = None,
-    ) -> Tensor:
-        r"""Algorithm 1, line 3: the conventional acquisition under the ELBO fit.
-
-        ``"ei"``: BoTorch's ``qLogExpectedImprovement``. ``"kg"``: the one-shot
-        soft-KG itself with the SVGP fixed (``_OneShotSoftKG``), optimized over
-        the ``q`` candidates and the ``S`` free points jointly by
-        ``optimize_acqf``, like BoTorch's one-shot ``qKnowledgeGradient``.
-        """
-        if utility == "kg":
-            acqf = _OneShotSoftKG(self, base_samples)
-            n_points = q + base_samples.shape[0]
-        else:
-            best_f = self.outcome_transform.untransform(self._best_f().reshape(1, 1))
-            acqf = qLogExpectedImprovement(self, best_f=best_f[0].squeeze())
-            n_points = q
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", OptimizationWarning)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            torch.manual_seed(seed)
-            candidates, _ = optimize_acqf(
-                acqf,
-                bounds=bounds,
-                q=n_points,
-                num_restarts=self.options.num_restarts,
-                raw_samples=self.options.raw_samples,
-            )
-        return candidates.detach()
-
-
-class _OneShotSoftKG(AcquisitionFunction):
-    r"""The expected log one-shot soft-KG of an ``EULBOModel``, for ``optimize_acqf``.
-
-    Inputs are ``batch x (q + S) x d``: candidates, then the free points.
-    """
-
-    def __init__(self, model: EULBOModel, base_samples: Tensor) -> None:
-        super().__init__(model=model)
-        self.base_samples = base_samples
-
-    def forward(self, X: Tensor) -> Tensor:
-        return self.model.soft_kg_log_utility(X, self.base_samples)
 
 
 def _enforce_floor(module: torch.nn.Module, name: str) -> torch.nn.Module:
@@ -1072,16 +732,6 @@ def _check_data(train_X: Tensor, train_Y: Tensor) -> None:
             raise ValueError(
                 f"`{name}` must be finite; found {t[tuple(bad)]} at {bad}."
             )
-
-
-def _check_bounds(bounds: Tensor, d: int) -> None:
-    if not isinstance(bounds, Tensor) or bounds.shape != torch.Size([2, d]):
-        shape = tuple(bounds.shape) if isinstance(bounds, Tensor) else type(bounds)
-        raise ValueError(f"`bounds` must be a 2 x {d} tensor, got {shape}.")
-    if not bool(torch.isfinite(bounds).all()) or not bool(
-        (bounds[0] <= bounds[1]).all()
-    ):
-        raise ValueError(f"`bounds` must be finite with lower <= upper, got {bounds}.")
 
 
 def _fill_inducing_points(Z: Tensor, train_X: Tensor, m: int) -> Tensor:

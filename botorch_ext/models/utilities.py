@@ -1,9 +1,19 @@
-r"""Expected log-utilities of the EULBO: soft improvement by quadrature or samples.
+r"""Expected log-utilities of the EULBO: soft improvement by quadrature or samples,
+and the one-shot soft KG.
 
 The EULBO [Maus2024eulbo] adds ``E_{q(f)} log u(x, f)`` to the SVGP's ELBO. For the
 soft improvement ``u = softplus((f(x) - y*) / tau)`` and ``q = 1`` the expectation
 is one-dimensional and computed by Gauss-Hermite quadrature; for ``q > 1`` the
-batch utility ``max_j u_j`` is averaged over fixed Monte Carlo samples.
+batch utility ``max_j u_j`` is averaged over fixed Monte Carlo samples. For the
+one-shot soft knowledge gradient the conditional means after a fantasy
+observation come from ``botorch_ext.acquisition.soft_kg``.
+
+The first three functions work on tensors. ``expected_log_utility``,
+``fantasy_means`` and ``soft_kg_log_utility`` evaluate them for an
+``EULBOModel`` on its latent SVGP and transformed (standardized) outcomes, with
+gradients to the variational parameters, the inducing points, the
+hyperparameters and the inputs; the model's methods of the same names call
+them.
 
 References
 
@@ -16,13 +26,18 @@ References
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from botorch.utils.safe_math import log_softplus
 from torch import Tensor
 
+from botorch_ext.acquisition.soft_kg import log_soft_kg, one_shot_fantasy_means
 from botorch_ext.validation import check_positive, check_positive_int
+
+if TYPE_CHECKING:
+    from botorch_ext.models.eulbo import EULBOModel
 
 #: Gauss-Hermite points used by the paper (its Table 1).
 DEFAULT_NUM_QUADRATURE_POINTS = 20
@@ -122,3 +137,121 @@ def mc_log_soft_improvement(
     best_f = torch.as_tensor(best_f, dtype=samples.dtype, device=samples.device)
     log_u = log_softplus((samples - best_f.unsqueeze(-1)) / tau)
     return log_u.amax(dim=-1).mean(dim=0)
+
+
+def expected_log_utility(
+    model: EULBOModel,
+    X: Tensor,
+    base_samples: Tensor | None = None,
+    utility: str = "ei",
+) -> Tensor:
+    r"""``E_{q(f)} log u(X, f)`` of an ``EULBOModel`` (transformed scale).
+
+    ``"ei"``: the soft improvement over ``y*``, the best transformed training
+    outcome, with temperature 1; by ``expected_log_soft_improvement``
+    (``model.options.num_quadrature_points`` points) for ``q = 1`` and by
+    ``mc_log_soft_improvement`` on ``f_s = mean + L eps_s`` for ``q > 1``.
+    ``"kg"``: the last ``S`` points of ``X`` are the one-shot KG's free points
+    ``x'_i``, see ``soft_kg_log_utility``.
+
+    Example:
+        >>> value = expected_log_utility(model, X)  # or model.expected_log_utility(X)
+
+    Args:
+        model: An ``EULBOModel``.
+        X: ``batch_shape x q x d`` candidates (``batch_shape x (q + S) x d`` for
+            ``"kg"``).
+        base_samples: ``num_samples x q`` standard normal draws, required for
+            ``q > 1`` and for ``"kg"`` (fixed across the optimization, as in
+            BoTorch).
+        utility: ``"ei"`` or ``"kg"``.
+
+    Returns:
+        A ``batch_shape`` tensor.
+    """
+    if utility == "kg":
+        if base_samples is None:
+            raise ValueError("`base_samples` are required for utility='kg'.")
+        return model.soft_kg_log_utility(X, base_samples)
+    # Latent SVGP marginal on the transformed (standardized) scale.
+    f = model.model(model._to_model_space(X))
+    best_f = model._best_f()
+    if X.shape[-2] == 1:
+        return expected_log_soft_improvement(
+            f.mean.squeeze(-1),
+            f.variance.clamp_min(0).sqrt().squeeze(-1),
+            best_f,
+            num_points=model.options.num_quadrature_points,
+        )
+    if base_samples is None:
+        raise ValueError("`base_samples` are required for q > 1.")
+    jitter = 1e-6 * torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
+    L = torch.linalg.cholesky(f.covariance_matrix + jitter)
+    # f_s = mean + L eps_s for every t-batch: num_samples x batch_shape x q.
+    samples = f.mean.unsqueeze(0) + torch.einsum("...ij,sj->s...i", L, base_samples)
+    return mc_log_soft_improvement(samples, best_f)
+
+
+def fantasy_means(model: EULBOModel, X: Tensor, base_samples: Tensor) -> Tensor:
+    r"""One-shot KG conditional means ``E[f(x'_i) | D, (x_j, y_ij)]`` of an SVGP.
+
+    The SVGP's predictive distribution ``q(f)`` is a Gaussian process with mean
+    ``mu`` and covariance ``Sigma`` (eq. 4 of [Maus2024eulbo]). A fantasy
+    observation ``y_ij = mu(x_j) + sqrt(Sigma(x_j, x_j) + s2) eps_ij`` (noise
+    variance ``s2`` from the likelihood) conditions it by one rank-one Gaussian
+    update (``one_shot_fantasy_means``),
+
+        E[f(x'_i) | y_ij] = mu(x'_i)
+            + Sigma(x'_i, x_j) / sqrt(Sigma(x_j, x_j) + s2) * eps_ij,
+
+    with ``Sigma(x', x) = k(x', x) - k_x'Z Kzz^-1 k_Zx
+    + k_x'Z Kzz^-1 S Kzz^-1 k_Zx``. Given the Cholesky factor of ``Kzz``
+    (shared with the ELBO), each ``Sigma(x'_i, x_j)`` costs ``O(m^2)`` (one
+    triangular solve per point and a product with the variational factor), and
+    everything is differentiable in ``x``, ``x'``, the variational parameters,
+    the inducing points and the hyperparameters. GPyTorch's
+    ``get_fantasy_model`` would give no gradients to the variational
+    parameters, and BoTorch's SVGP cannot ``fantasize``. Each candidate ``x_j``
+    is conditioned on separately, as in the paper's batch KG-EULBO.
+
+    Args:
+        model: An ``EULBOModel``.
+        X: ``batch_shape x (q + S) x d``: ``q`` candidates, then the ``S`` free
+            points ``x'_i``.
+        base_samples: ``S x q`` standard normal draws ``eps_ij``.
+
+    Returns:
+        A ``batch_shape x S x q`` tensor of conditional means (transformed
+        scale).
+    """
+    S, q = base_samples.shape
+    if X.shape[-2] != q + S:
+        raise ValueError(
+            f"`X` must hold q + S = {q + S} points for the one-shot KG, got "
+            f"{X.shape[-2]}."
+        )
+    f = model.model(model._to_model_space(X))
+    noise = model.likelihood.noise.squeeze(-1)
+    return one_shot_fantasy_means(
+        f.mean, f.lazy_covariance_matrix, base_samples, noise=noise
+    )
+
+
+def soft_kg_log_utility(model: EULBOModel, X: Tensor, base_samples: Tensor) -> Tensor:
+    r"""``1/S sum_i max_j log softplus(E[f(x'_i) | D, (x_j, y_ij)] - y+)``.
+
+    The one-shot soft-KG term of the EULBO [Maus2024eulbo, eq. 10 and its batch
+    version] for an ``EULBOModel``, with ``c+ = y+`` the best transformed
+    training outcome (the paper's choice), temperature 1 and BoTorch's
+    ``log_softplus`` (``log_soft_kg``). ``botorch_ext.acquisition.qLogSoftKG``
+    is the same quantity for any Gaussian model, on its outcome scale.
+
+    Args:
+        model: An ``EULBOModel``.
+        X: ``batch_shape x (q + S) x d`` as for ``fantasy_means``.
+        base_samples: ``S x q`` standard normal draws.
+
+    Returns:
+        A ``batch_shape`` tensor.
+    """
+    return log_soft_kg(model.fantasy_means(X, base_samples), model._best_f())

@@ -10,6 +10,7 @@ import os
 import queue as queue_module
 import signal
 import statistics
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -27,7 +28,8 @@ from botorch_ext.runner.results import holding_interrupts
 BACKENDS = ("processes", "dask")
 
 # How long the parent waits for a finished run before it drains the row queue
-# again; rows reach the CSV at most this long after their evaluation.
+# again (both backends); rows reach the CSV at most this long after their
+# evaluation.
 _DRAIN_INTERVAL_S = 0.2
 
 
@@ -65,6 +67,51 @@ def sigint_blocked_in_children() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def stream_until_done(
+    pending: set,
+    wait_first: Callable[[set, float], tuple[set, set]],
+    drain: Callable[[], None],
+    on_done: Callable[[object], None],
+    timeout: float | None = None,
+) -> set:
+    r"""Wait for the runs' futures, draining their rows meanwhile, and hand each
+    finished future to ``on_done`` only after the drain that follows its end.
+
+    The loop of both backends (worker processes and Dask): a run's last rows are
+    queued before its future ends, so draining after the end and before
+    ``on_done`` puts every row of a run ahead of its "done".
+
+    Example:
+        >>> left = stream_until_done(
+        ...     set(futures),
+        ...     lambda fs, t: wait(fs, timeout=t, return_when=FIRST_COMPLETED),
+        ...     drain,
+        ...     on_done=lambda future: future.result(),
+        ... )
+
+    Args:
+        pending: The futures not yet handed to ``on_done``. Updated in place, so
+            that after an exception (an interrupt, or a run's error raised by
+            ``on_done``) it holds the runs still going.
+        wait_first: ``(futures, timeout) -> (done, not_done)``, returning once one
+            of ``futures`` is done or after ``timeout`` seconds.
+        drain: Hands every row queued so far to the caller.
+        on_done: Called with each finished future; what it raises ends the loop.
+        timeout: Give up after this many seconds; None waits for every future.
+
+    Returns:
+        ``pending``: empty, unless ``timeout`` ran out first.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while pending and (deadline is None or time.monotonic() < deadline):
+        done, _ = wait_first(pending, _DRAIN_INTERVAL_S)
+        pending -= set(done)
+        drain()
+        for future in done:
+            on_done(future)
+    return pending
 
 
 def _init_worker(threads: int, pids) -> None:
@@ -212,16 +259,18 @@ def _run_in_processes(todo, workers, threads, collect, on_run_done) -> None:
                     pool.submit(_run_in_worker, config, run_rows, queue): config
                     for config, run_rows in todo
                 }
-            pending = set(futures)
-            while pending:
-                done, pending = wait(
-                    pending, timeout=_DRAIN_INTERVAL_S, return_when=FIRST_COMPLETED
-                )
-                drain()
-                for future in done:
-                    future.result()  # a worker's error ends the grid here
-                    if on_run_done is not None:
-                        on_run_done(futures[future])
+
+            def on_done(future) -> None:
+                future.result()  # a worker's error ends the grid here
+                if on_run_done is not None:
+                    on_run_done(futures[future])
+
+            stream_until_done(
+                set(futures),
+                lambda fs, t: wait(fs, timeout=t, return_when=FIRST_COMPLETED),
+                drain,
+                on_done,
+            )
         except BaseException:
             # Interrupted (or a run failed): stop the workers, then hand over
             # every row they queued before they stopped.

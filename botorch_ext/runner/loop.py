@@ -180,6 +180,7 @@ def run_bo(
     config: RunConfig,
     on_row: Callable[[dict], None] | None = None,
     stored_rows: list[dict] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[dict]:
     r"""Run one BO loop and return one row per evaluation.
 
@@ -193,6 +194,11 @@ def run_bo(
     costs the stored iterations' compute again. A batch cut short is completed by
     re-proposing it and evaluating only its missing points.
 
+    With ``should_stop`` the run can be stopped from outside (the Dask backend's
+    cooperative stop): it is asked before each proposal and before each
+    evaluation, and once it returns True the run returns the rows it has. They
+    are the first rows of the uncut run, so ``stored_rows`` continues it.
+
     Example:
         >>> rows = run_bo(RunConfig("branin", "qlogei", budget=15, n_init=5))
 
@@ -202,10 +208,14 @@ def run_bo(
             stored rows).
         stored_rows: Rows of this run from ``results.csv`` (``parse_row``'d),
             ``n_evals`` 1..n.
+        should_stop: Called without arguments before each proposal and each
+            evaluation; True stops the run there (nothing more is proposed or
+            evaluated). None runs to the budget.
 
     Returns:
         All rows (stored ones first), dicts with the keys ``columns(dim)``, in
-        evaluation order.
+        evaluation order; fewer than ``config.budget`` if ``should_stop`` stopped
+        the run.
     """
     config.validate()
     problem = get_problem(config.problem, config.dim)
@@ -227,6 +237,10 @@ def run_bo(
     iteration = 0
     warned = False
     while len(rows) < config.budget:
+        # Asked before the proposal too: a model-based proposal can take far
+        # longer than an evaluation, and a stopped run should not wait for one.
+        if should_stop is not None and should_stop():
+            break
         n = len(rows)
         size = config.n_init if iteration == 0 else min(config.q, config.budget - n)
         n_stored = min(max(len(stored) - n, 0), size)
@@ -269,6 +283,9 @@ def run_bo(
         if n_stored == size:
             iteration += 1
             continue
+        if should_stop is not None and should_stop():
+            # The proposal is dropped: a resume proposes it again from the seed.
+            break
         new_X = candidates[n_stored:size]
         with holding_interrupts():  # no evaluation without its row
             tic = time.monotonic()

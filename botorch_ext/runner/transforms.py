@@ -1,9 +1,16 @@
-r"""Outcome transforms the runner needs beyond BoTorch's own."""
+r"""The runner's outcome transforms: the factory behind ``--outcome-transform``
+(``outcome_transform``) and ``Negate``, the one it needs beyond BoTorch's own."""
 
 from __future__ import annotations
 
 import torch
-from botorch.models.transforms.outcome import OutcomeTransform
+from botorch.models.transforms.outcome import (
+    Bilog,
+    ChainedOutcomeTransform,
+    Log,
+    OutcomeTransform,
+    Standardize,
+)
 from botorch.posteriors import Posterior, TransformedPosterior
 from torch import Tensor
 
@@ -68,3 +75,37 @@ class Negate(OutcomeTransform):
             mean_transform=lambda mean, var: -mean,
             variance_transform=lambda mean, var: var,
         )
+
+
+#: The names ``outcome_transform`` takes (``--outcome-transform``).
+OUTCOME_TRANSFORMS = ("standardize", "bilog", "log")
+
+
+def outcome_transform(name: str) -> OutcomeTransform:
+    r"""A fresh outcome transform for the models of a run, by its runner name.
+
+    Example:
+        >>> model = SingleTaskGP(X, Y, outcome_transform=outcome_transform("bilog"))
+
+    Args:
+        name: One of ``OUTCOME_TRANSFORMS``: ``"standardize"``, ``"bilog"``
+            (``Bilog`` then ``Standardize``) or ``"log"`` (``log f`` of the
+            minimization-sign objective ``f > 0``, then ``Standardize``).
+
+    Returns:
+        The transform, for outcomes in BoTorch's maximization sign ``-f``.
+
+    Raises:
+        ValueError: For an unknown ``name``, listing the valid ones.
+    """
+    if name == "standardize":
+        return Standardize(m=1)
+    if name == "bilog":
+        return ChainedOutcomeTransform(bilog=Bilog(), standardize=Standardize(m=1))
+    if name == "log":
+        # The runner's outcomes are -f; model log f (minimization sign, f > 0).
+        return ChainedOutcomeTransform(
+            negate=Negate(), log=Log(), standardize=Standardize(m=1)
+        )
+    choices = ", ".join(OUTCOME_TRANSFORMS)
+    raise ValueError(f"unknown outcome transform {name!r}; choose from {choices}")

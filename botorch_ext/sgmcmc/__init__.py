@@ -7,12 +7,15 @@ from botorch_ext.sgmcmc.fully_bayesian import (
     fit_fully_bayesian_model_sgmcmc,
 )
 from botorch_ext.sgmcmc.mamba import (
+    ArmScore,
     MambaArm,
     MambaResult,
     MambaRound,
     mamba,
     mamba_arms,
     round_budgets,
+    run_and_score_arm,
+    stein_metric,
 )
 from botorch_ext.sgmcmc.samplers import (
     SamplerResult,
@@ -29,6 +32,7 @@ from botorch_ext.sgmcmc.stein import (
 )
 
 __all__ = [
+    "ArmScore",
     "HyperparameterPosterior",
     "MambaArm",
     "MambaResult",
@@ -45,6 +49,8 @@ __all__ = [
     "mamba",
     "mamba_arms",
     "round_budgets",
+    "run_and_score_arm",
     "sghmc",
     "sgld",
+    "stein_metric",
 ]

@@ -92,6 +92,24 @@ class MambaResult:
     seconds: float
 
 
+@dataclass
+class ArmScore:
+    r"""One arm's run and its Stein discrepancy, from ``run_and_score_arm``.
+
+    Attributes:
+        run: The ``SamplerResult`` of the run: all its thinned samples, its final
+            state (continue the chain from it), its steps and seconds.
+        samples: The samples the metric scored: at most ``max_metric_samples``
+            of ``run.samples``, evenly spaced along the chain.
+        metric: Their Stein discrepancy; ``inf`` for a diverged run, fewer than
+            two samples or non-finite scores (MAMBA ranks such arms last).
+    """
+
+    run: SamplerResult
+    samples: Tensor
+    metric: float
+
+
 def mamba_arms(
     step_sizes: Sequence[float],
     batch_sizes: Sequence[int],
@@ -235,14 +253,7 @@ def mamba(
     Returns:
         A ``MambaResult``.
     """
-    if sampler not in SAMPLERS:
-        raise ValueError(f"unknown sampler {sampler!r}; choose from {SAMPLERS}.")
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; choose from {METRICS}.")
-    if budget_unit not in BUDGET_UNITS:
-        raise ValueError(
-            f"unknown budget_unit {budget_unit!r}; choose from {BUDGET_UNITS}."
-        )
+    _check_choices(sampler, metric, budget_unit)
     if sampler == "sgld" and num_leapfrog_steps is not None:
         raise ValueError("`num_leapfrog_steps` is an SGHMC setting; sampler='sgld'.")
     arms = mamba_arms(
@@ -261,13 +272,6 @@ def mamba(
     if theta0.dim() != 1 or not bool(torch.isfinite(theta0).all()):
         raise ValueError(f"`theta0` must be a finite 1-d tensor, got {theta0}.")
     check_positive_int("score_chunk_size", score_chunk_size)
-    if score is None:
-
-        def score(samples: Tensor) -> Tensor:
-            return torch.cat(
-                [gradient(c, None) for c in samples.split(score_chunk_size)]
-            )
-
     metric_kwargs = dict(metric_kwargs or {})
     seed_gen = generator or torch.Generator().manual_seed(0)
     generators = {
@@ -284,31 +288,32 @@ def mamba(
     for i, r in enumerate(budgets):
         record = MambaRound(budget=r)
         for arm in survivors:
-            result = _run_arm(
+            scored = run_and_score_arm(
                 gradient,
                 states[arm],
                 arm,
                 r,
-                sampler,
                 num_data,
-                thin,
-                friction,
-                budget_unit,
-                generators[arm],
+                sampler=sampler,
+                metric=metric,
+                score=score,
+                score_chunk_size=score_chunk_size,
+                metric_kwargs=metric_kwargs,
+                thin=thin,
+                max_metric_samples=max_metric_samples,
+                budget_unit=budget_unit,
+                friction=friction,
+                generator=generators[arm],
             )
-            samples = _subsample(result.samples, max_metric_samples)
-            value = _metric(
-                samples, score, metric, result.state.diverged, metric_kwargs
-            )
-            last[arm] = (value, samples)
+            last[arm] = (scored.metric, scored.samples)
             record.arms.append(
                 {
                     "arm": arm,
-                    "metric": value,
-                    "num_samples": samples.shape[0],
-                    "num_steps": result.num_steps,
-                    "seconds": result.seconds,
-                    "diverged": result.state.diverged,
+                    "metric": scored.metric,
+                    "num_samples": scored.samples.shape[0],
+                    "num_steps": scored.run.num_steps,
+                    "seconds": scored.run.seconds,
+                    "diverged": scored.run.state.diverged,
                 }
             )
         ranked = sorted(survivors, key=lambda a: last[a][0])
@@ -339,54 +344,175 @@ def mamba(
     )
 
 
-def _run_arm(
-    gradient, state, arm, budget, sampler, num_data, thin, friction, budget_unit, gen
-) -> SamplerResult:
-    limit = (
-        {"time_budget": budget}
-        if budget_unit == "seconds"
-        else {"num_steps": int(budget)}
-    )
-    if state.diverged:
-        empty = state.theta.new_empty(0, state.theta.numel())
-        return SamplerResult(empty, state, 0, 0, 0.0)
-    common = dict(
-        gradient=gradient,
-        theta=state,
-        step_size=arm.step_size,
-        batch_size=min(arm.batch_size, num_data),
-        num_data=num_data,
-        thin=thin,
-        generator=gen,
-        **limit,
-    )
-    if sampler == "sghmc":
-        return sghmc(
-            num_leapfrog_steps=arm.num_leapfrog_steps, friction=friction, **common
+def run_and_score_arm(
+    gradient: GradientEstimator,
+    theta: Tensor | SamplerState,
+    arm: MambaArm,
+    budget: float,
+    num_data: int,
+    sampler: str = "sgld",
+    metric: str = "ksd",
+    score: Callable[[Tensor], Tensor] | None = None,
+    score_chunk_size: int = 64,
+    metric_kwargs: dict[str, Any] | None = None,
+    thin: int = 10,
+    max_metric_samples: int = 1000,
+    budget_unit: str = "seconds",
+    friction: float = 0.01,
+    generator: torch.Generator | None = None,
+) -> ArmScore:
+    r"""Run one arm's sampler for ``budget`` and score its samples as MAMBA does.
+
+    One step of ``mamba``'s rounds, public for grid searches and evaluations that
+    must score arms exactly as MAMBA does: the arm's sampler (SGLD, or SGHMC
+    with the arm's leapfrog steps) runs from ``theta`` with the arm's step size
+    and batch size (capped at ``num_data``), and its thinned samples get the
+    reward of ``stein_metric``. A diverged chain passed as ``theta`` is not run
+    again (an empty run, metric ``inf``).
+
+    Example:
+        >>> arm = MambaArm(step_size=1e-5, batch_size=N // 10)
+        >>> scored = run_and_score_arm(grad, theta_map, arm, budget=1.0, num_data=N)
+        >>> scored.metric, scored.run.samples.shape
+
+    Args:
+        gradient: ``gradient(theta, indices)``, unbiased for ``grad log pi``.
+        theta: ``d`` start, or a ``SamplerState`` to continue its chain (updated
+            in place by the sampler).
+        arm: The hyperparameters.
+        budget: Seconds (or iterations, see ``budget_unit``) of this run.
+        num_data: ``N``.
+        sampler: ``"sgld"`` or ``"sghmc"`` (then ``arm.num_leapfrog_steps`` is
+            required; with ``"sgld"`` it must be None).
+        metric: ``"ksd"`` or ``"fssd"``.
+        score: ``samples (k x d) -> k x d`` full-batch ``grad log pi``; default
+            ``gradient(chunk, None)`` over chunks of ``score_chunk_size`` samples.
+        score_chunk_size: Samples per full-batch score call (bounds memory).
+        metric_kwargs: Passed to the discrepancy, e.g. ``{"c": 0.1}``.
+        thin: Keep every ``thin``-th iterate.
+        max_metric_samples: Cap on the samples entering the metric.
+        budget_unit: ``"seconds"`` or ``"steps"`` (deterministic).
+        friction: SGHMC friction.
+        generator: Drives the sampler's noise and minibatches.
+
+    Returns:
+        An ``ArmScore``: the run, the scored samples and the metric.
+    """
+    _check_choices(sampler, metric, budget_unit)
+    if sampler == "sghmc" and arm.num_leapfrog_steps is None:
+        raise ValueError("`arm.num_leapfrog_steps` is required with sampler='sghmc'.")
+    if sampler == "sgld" and arm.num_leapfrog_steps is not None:
+        raise ValueError(
+            "`arm.num_leapfrog_steps` is an SGHMC setting; sampler='sgld'."
         )
-    return sgld(**common)
+    check_positive("budget", budget)
+    check_positive_int("num_data", num_data)
+    check_positive_int("score_chunk_size", score_chunk_size)
+    if score is None:
+
+        def score(samples: Tensor) -> Tensor:
+            return torch.cat(
+                [gradient(c, None) for c in samples.split(score_chunk_size)]
+            )
+
+    if isinstance(theta, SamplerState) and theta.diverged:
+        # Its chain has left the posterior for good; more steps cannot help.
+        empty = theta.theta.new_empty(0, theta.theta.numel())
+        run = SamplerResult(empty, theta, 0, 0, 0.0)
+    else:
+        limit = (
+            {"time_budget": budget}
+            if budget_unit == "seconds"
+            else {"num_steps": int(budget)}
+        )
+        common = dict(
+            gradient=gradient,
+            theta=theta,
+            step_size=arm.step_size,
+            batch_size=min(arm.batch_size, num_data),
+            num_data=num_data,
+            thin=thin,
+            generator=generator,
+            **limit,
+        )
+        if sampler == "sghmc":
+            run = sghmc(
+                num_leapfrog_steps=arm.num_leapfrog_steps, friction=friction, **common
+            )
+        else:
+            run = sgld(**common)
+    value, samples = stein_metric(
+        run.samples,
+        score,
+        metric=metric,
+        diverged=run.state.diverged,
+        max_samples=max_metric_samples,
+        metric_kwargs=metric_kwargs,
+    )
+    return ArmScore(run=run, samples=samples, metric=value)
 
 
-def _subsample(samples: Tensor, k: int) -> Tensor:
-    if samples.shape[0] <= k:
-        return samples
-    idx = torch.linspace(0, samples.shape[0] - 1, k).round().long()
-    return samples[idx]
+def stein_metric(
+    samples: Tensor,
+    score: Callable[[Tensor], Tensor],
+    metric: str = "ksd",
+    diverged: bool = False,
+    max_samples: int = 1000,
+    metric_kwargs: dict[str, Any] | None = None,
+) -> tuple[float, Tensor]:
+    r"""MAMBA's reward of a set of samples: the Stein discrepancy of at most
+    ``max_samples`` of them, evenly spaced, with full-batch scores.
 
+    Evenly spaced along the chain, so a long run is judged on its whole length
+    at a bounded (quadratic, for the KSD) cost. ``inf`` for a diverged chain,
+    fewer than two samples (nothing about the spread) or non-finite scores, so
+    that such arms rank last.
 
-def _metric(samples: Tensor, score, metric: str, diverged: bool, kwargs: dict) -> float:
+    Example:
+        >>> value, used = stein_metric(reference_samples, lambda s: grad(s, None))
+
+    Args:
+        samples: ``k x d`` samples, in chain order.
+        score: ``samples (m x d) -> m x d`` full-batch ``grad log pi``.
+        metric: ``"ksd"`` (``kernel_stein_discrepancy``) or ``"fssd"``
+            (``finite_set_stein_discrepancy``, test locations drawn from a fixed
+            seed unless ``metric_kwargs`` gives a ``generator``).
+        diverged: The chain diverged (the metric is then ``inf``).
+        max_samples: Cap on the samples scored.
+        metric_kwargs: Passed to the discrepancy, e.g. ``{"c": 0.1}``.
+
+    Returns:
+        The metric and the samples it scored.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose from {METRICS}.")
+    check_positive_int("max_samples", max_samples)
+    if samples.shape[0] > max_samples:
+        idx = torch.linspace(0, samples.shape[0] - 1, max_samples).round().long()
+        samples = samples[idx]
     # Fewer than two samples say nothing about the spread: ranked with the
     # diverged arms, last.
     if diverged or samples.shape[0] < 2:
-        return math.inf
+        return math.inf, samples
     scores = score(samples)
     if not bool(torch.isfinite(scores).all()):
-        return math.inf
-    kwargs = dict(kwargs)
+        return math.inf, samples
+    kwargs = dict(metric_kwargs or {})
     if metric == "ksd":
         value = kernel_stein_discrepancy(samples, scores, **kwargs)
     else:
         kwargs.setdefault("generator", torch.Generator().manual_seed(0))
         value = finite_set_stein_discrepancy(samples, scores, **kwargs)
     value = float(value)
-    return value if math.isfinite(value) else math.inf
+    return (value if math.isfinite(value) else math.inf), samples
+
+
+def _check_choices(sampler: str, metric: str, budget_unit: str) -> None:
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {sampler!r}; choose from {SAMPLERS}.")
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose from {METRICS}.")
+    if budget_unit not in BUDGET_UNITS:
+        raise ValueError(
+            f"unknown budget_unit {budget_unit!r}; choose from {BUDGET_UNITS}."
+        )

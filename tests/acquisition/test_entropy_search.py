@@ -1,11 +1,13 @@
-from unittest import mock
+import itertools
+import math
 
 import torch
 from botorch.acquisition.objective import ScalarizedPosteriorTransform
 from botorch.exceptions.errors import UnsupportedError
-from botorch.models import ModelListGP
+from botorch.models import ModelListGP, SingleTaskGP
+from botorch.models.transforms import Normalize, Standardize
 from botorch.optim import optimize_acqf
-from botorch.utils.testing import BotorchTestCase
+from botorch.utils.testing import BotorchTestCase, MockModel, MockPosterior
 
 from botorch_ext.acquisition import draw_representer_points, entropy_search, qES
 from tests.acquisition.helpers import make_gp, unbatched_member
@@ -91,7 +93,7 @@ class TestQES(BotorchTestCase):
             self.assertGreater(reference, 0.2)
             self.assertAlmostEqual(ours, reference, delta=0.012 + 0.02 * reference)
 
-    def test_x_pending_and_chunking(self):
+    def test_x_pending(self):
         model, R = self._setup()
         X = torch.rand(4, 2, 2, device=self.device, dtype=torch.double)
         X_pending = torch.rand(1, 2, device=self.device, dtype=torch.double)
@@ -99,9 +101,83 @@ class TestQES(BotorchTestCase):
         plain = qES(model, representer_points=R)
         joint = torch.cat([X, X_pending.expand(4, 1, 2)], dim=-2)
         self.assertAllClose(with_pending(X), plain(joint))
-        # Splitting the fantasies into chunks changes nothing but peak memory.
-        with mock.patch.object(entropy_search, "_MAX_CHUNK_ELEMENTS", 1000):
-            self.assertAllClose(plain(joint), qES(model, representer_points=R)(joint))
+
+    def test_exact_gp_fast_path_equals_joint_posterior(self):
+        # The cached cross-covariance path against the model's own joint
+        # posterior over [X, R] (the generic path), with input and outcome
+        # transforms, in both dtypes.
+        for dtype, input_transform in itertools.product(
+            (torch.float, torch.double), (None, Normalize(d=2))
+        ):
+            tkw = {"device": self.device, "dtype": dtype}
+            gen = torch.Generator().manual_seed(3)
+            X_train = 3.0 * torch.rand(10, 2, generator=gen).to(**tkw)
+            Y = torch.sin(2.0 * X_train).sum(-1, keepdim=True) + 5.0
+            model = SingleTaskGP(
+                X_train,
+                Y,
+                outcome_transform=Standardize(m=1),
+                input_transform=input_transform,
+            ).eval()
+            model.likelihood.noise = 1e-3
+            R = 3.0 * torch.rand(12, 2, generator=gen).to(**tkw)
+            fast = qES(model, representer_points=R)
+            generic = qES(model, representer_points=R)
+            generic._exact_gp_terms = lambda like: None
+            X = 3.0 * torch.rand(5, 2, 2, generator=gen).to(**tkw)
+            self.assertIsNotNone(fast._exact_gp_terms(like=X))
+            tol = {"atol": 1e-4, "rtol": 1e-3} if dtype == torch.float else {}
+            for got, want in zip(
+                fast._cross_covariances(X, R),
+                generic._cross_covariances(X, R),
+                strict=True,
+            ):
+                self.assertAllClose(got, want, **tol)
+            self.assertAllClose(fast(X), generic(X), **tol)
+        # Fixed-noise and batched models take the generic path.
+        model, R = self._setup(noise=1e-2)
+        self.assertIsNone(qES(model, representer_points=R)._exact_gp_terms(like=R))
+
+    def test_fast_path_agrees_with_brute_force(self):
+        # A homoskedastic SingleTaskGP with Standardize takes the cached path.
+        # The reference conditions through BoTorch's condition_on_observations
+        # on the same GP written without the outcome transform (the outcomes
+        # standardized by hand, tau divided by their std): the entropy of p_max
+        # does not change when f and tau are scaled alike. (The brute force
+        # cannot take the Standardize model itself: condition_on_observations
+        # with `noise` on a homoskedastic model under Standardize gives a
+        # different conditioned posterior.)
+        tkw = {"device": self.device, "dtype": torch.double}
+        X_train = torch.tensor([[0.1], [0.45], [0.6], [0.9]], **tkw)
+        Y = 3.0 * torch.sin(6.0 * X_train) + 1.0
+        models = []
+        for outcome_transform, targets in (
+            (Standardize(m=1), Y),
+            (None, (Y - Y.mean()) / Y.std()),
+        ):
+            model = SingleTaskGP(
+                X_train, targets, outcome_transform=outcome_transform
+            ).eval()
+            model.covar_module.lengthscale = 0.2
+            model.likelihood.noise = 1e-2
+            models.append(model)
+        R = torch.linspace(0.05, 0.95, 6, **tkw).unsqueeze(-1)
+        acqf = qES(
+            models[0], representer_points=R, tau=1e-4, num_fantasies=512,
+            num_inner_samples=4096,
+        )  # fmt: skip
+        self.assertIsNotNone(acqf._exact_gp_terms(like=R))
+        X = torch.tensor([[0.3]], **tkw)
+        ours = acqf(X).item()
+        reference = (
+            sum(
+                _brute_force_es(models[1], X, R, 512, 4096, seed=s).item()
+                for s in range(4)
+            )
+            / 4
+        )
+        self.assertGreater(reference, 0.2)
+        self.assertAlmostEqual(ours, reference, delta=0.012 + 0.02 * reference)
 
     def test_gradients_match_finite_differences(self):
         model, R = self._setup()
@@ -201,6 +277,74 @@ class TestDrawRepresenterPoints(BotorchTestCase):
                 torch.equal(R, draw_representer_points(model, bounds, 32, seed=3))
             )
 
+    def test_thompson_and_around_best(self):
+        for dtype in (torch.float, torch.double):
+            model = make_gp(dtype=dtype, device=self.device)
+            bounds = torch.tensor(
+                [[0.0, 0.0], [1.0, 1.0]], device=self.device, dtype=dtype
+            )
+            kwargs = {"scheme": "thompson", "num_around_best": 256, "seed": 4}
+            R = draw_representer_points(model, bounds, num_points=24, **kwargs)
+            self.assertEqual(R.shape, torch.Size([24, 2]))
+            self.assertEqual(R.dtype, dtype)
+            self.assertTrue(((R >= bounds[0]) & (R <= bounds[1])).all())
+            self.assertEqual(torch.unique(R, dim=0).shape[0], 24)
+            self.assertTrue(
+                torch.equal(R, draw_representer_points(model, bounds, 24, **kwargs))
+            )
+        # Around-best points: with only the perturbed part weighted (a pool of
+        # 16 Sobol points and 512 perturbations), the representers sit within a
+        # few 5%-of-the-box steps of the best training input.
+        model = make_gp(device=self.device)
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]]).to(model.train_targets)
+        X = model.train_inputs[0]
+        with torch.no_grad():
+            best = X[model.posterior(X).mean.squeeze(-1).argmax()]
+        R = draw_representer_points(
+            model, bounds, num_points=16, num_candidates=16, num_around_best=512,
+            uniform_fraction=1.0, seed=0,
+        )  # fmt: skip
+        near = (R - best).norm(dim=-1) < 0.25
+        self.assertGreaterEqual(near.sum().item(), 8)
+        # X_baseline defaults to the model's training inputs.
+        self.assertTrue(
+            torch.equal(
+                R,
+                draw_representer_points(
+                    model, bounds, num_points=16, num_candidates=16,
+                    num_around_best=512, uniform_fraction=1.0, seed=0, X_baseline=X,
+                ),
+            )
+        )  # fmt: skip
+        with self.assertRaisesRegex(ValueError, "`X_baseline`"):
+            mock = MockModel(MockPosterior(mean=torch.zeros(16, 1).to(X)))
+            _around_best = entropy_search._around_best
+            _around_best(mock, bounds, 4, None, None)
+        plain = draw_representer_points(
+            model, bounds, num_points=16, num_candidates=16, uniform_fraction=1.0,
+            seed=0,
+        )  # fmt: skip
+        self.assertLess(((plain - best).norm(dim=-1) < 0.25).sum().item(), 8)
+
+    def test_thompson_representers_are_sampled_maximizers(self):
+        # A model nearly certain of its maximiser at 0.7: the sampled
+        # maximizers sit next to it (8 distinct ones, so no EI fill here).
+        tkw = {"device": self.device, "dtype": torch.double}
+        X = torch.linspace(0, 1, 21, **tkw).unsqueeze(-1)
+        Y = -((X - 0.7) ** 2)
+        model = SingleTaskGP(X, Y, outcome_transform=None).eval()
+        model.covar_module.lengthscale = 0.3
+        model.likelihood.noise = 1e-6
+        bounds = torch.tensor([[0.0], [1.0]], **tkw)
+        R = draw_representer_points(
+            model, bounds, num_points=8, scheme="thompson", seed=1
+        )
+        # Every draw peaks within 0.01 of 0.7, on a different pool point.
+        self.assertLess((R - 0.7).abs().max().item(), 0.01)
+        # EI's weights (with a quarter uniform) spread further.
+        R_ei = draw_representer_points(model, bounds, num_points=8, seed=1)
+        self.assertGreater((R_ei - 0.7).abs().max().item(), 0.05)
+
     def test_concentrates_on_high_improvement(self):
         model = make_gp(device=self.device)
         bounds = torch.tensor(
@@ -223,24 +367,69 @@ class TestDrawRepresenterPoints(BotorchTestCase):
             draw_representer_points(model, unit, num_points=8, num_candidates=4)
         with self.assertRaisesRegex(ValueError, "`uniform_fraction`"):
             draw_representer_points(model, unit, uniform_fraction=1.5)
+        with self.assertRaisesRegex(ValueError, "`scheme`.*'sobol'"):
+            draw_representer_points(model, unit, scheme="sobol")
+        with self.assertRaisesRegex(ValueError, "`num_around_best`.*-1"):
+            draw_representer_points(model, unit, num_around_best=-1)
         with self.assertRaisesRegex(ValueError, "`num_points`"):
             draw_representer_points(model, unit, 0)
 
 
-class TestRelaxedPmaxEntropy(BotorchTestCase):
+def _direct_pmax_entropy(a: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """The definition: entropy of ``mean_j softmax(a_f + d_j)`` for every ``f``,
+    through the full ``F x J x m`` tensor (``0 log 0 = 0`` with a zero gradient,
+    where ``xlogy`` would give NaN gradients)."""
+    p = torch.softmax(a.unsqueeze(-2) + d.unsqueeze(-3), dim=-1).mean(dim=-2)
+    return -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(-1)
+
+
+class TestFactorizedPmaxEntropy(BotorchTestCase):
     def test_against_direct_formula(self):
-        f = torch.randn(3, 5, 7, dtype=torch.double, device=self.device)
-        p = torch.softmax(f, dim=-1).mean(dim=-2)
-        direct = -(p * p.log()).sum(-1)
-        self.assertAllClose(entropy_search._relaxed_pmax_entropy(f), direct)
+        # Scales from 1 (no pair below the floor) to 1e3 (most pairs below it,
+        # so the direct fallback is exercised); values and gradients.
+        for dtype, scale in itertools.product(
+            (torch.float, torch.double), (1, 300, 1e3)
+        ):
+            gen = torch.Generator().manual_seed(0)
+            a = scale * torch.randn(3, 4, 5, 7, generator=gen, dtype=torch.double)
+            d = scale * torch.randn(4, 6, 7, generator=gen, dtype=torch.double)
+            a = a.to(device=self.device, dtype=dtype).requires_grad_(True)
+            d = d.to(device=self.device, dtype=dtype).requires_grad_(True)
+            ours = entropy_search._factorized_pmax_entropy(a, d)
+            want = _direct_pmax_entropy(a.double(), d.double())
+            self.assertEqual(ours.shape, torch.Size([3, 4, 5]))
+            self.assertEqual(ours.dtype, dtype)
+            tol = {"atol": 1e-5, "rtol": 1e-5} if dtype == torch.float else {}
+            self.assertAllClose(ours.double(), want, **tol)
+            grads = torch.autograd.grad(ours.sum(), (a, d))
+            want_grads = torch.autograd.grad(want.sum(), (a, d))
+            for g, w in zip(grads, want_grads, strict=True):
+                self.assertTrue(torch.isfinite(g).all())
+                self.assertAllClose(g.double(), w.double(), **tol)
+
+    def test_fallback_pairs_are_used(self):
+        # Logits that peak at different representers by far more than the
+        # floor allows: every pair goes through the direct path.
+        a = torch.tensor([[[0.0, -1e3]]], device=self.device, dtype=torch.double)
+        d = torch.tensor([[-1e3, 0.0], [0.0, -1e3]], device=self.device).double()
+        self.assertAllClose(
+            entropy_search._factorized_pmax_entropy(a, d), _direct_pmax_entropy(a, d)
+        )
+        # p = (1/2, 1/2) exactly here: entropy log 2.
+        a = torch.zeros(1, 1, 2, device=self.device, dtype=torch.double)
+        self.assertAllClose(
+            entropy_search._factorized_pmax_entropy(a, d),
+            torch.tensor([[math.log(2.0)]], device=self.device, dtype=torch.double),
+        )
 
     def test_underflowed_probabilities_have_finite_gradients(self):
         for dtype in (torch.float, torch.double):
             # One representer dominates by 1e4 / tau: the others underflow to 0.
-            f = torch.zeros(2, 4, 5, dtype=dtype, device=self.device)
-            f[..., 0] = 1e4
-            f.requires_grad_(True)
-            h = entropy_search._relaxed_pmax_entropy(f)
+            a = torch.zeros(2, 4, 5, dtype=dtype, device=self.device)
+            a[..., 0] = 1e4
+            a.requires_grad_(True)
+            d = torch.zeros(3, 5, dtype=dtype, device=self.device)
+            h = entropy_search._factorized_pmax_entropy(a, d)
             self.assertAllClose(h.detach(), torch.zeros_like(h.detach()))
-            (grad,) = torch.autograd.grad(h.sum(), f)
+            (grad,) = torch.autograd.grad(h.sum(), a)
             self.assertTrue(torch.isfinite(grad).all())

@@ -13,6 +13,7 @@ from botorch.utils.testing import BotorchTestCase
 from scipy import integrate, stats
 
 from botorch_ext.acquisition import qLogSoftPI, qSoftPI
+from botorch_ext.acquisition.probability_of_improvement import DEFAULT_TAU
 from tests.acquisition.helpers import make_gp, make_mock, unbatched_member
 
 
@@ -66,6 +67,100 @@ class TestQSoftPI(BotorchTestCase):
             self.assertAllClose(
                 log_val.double().cpu(), expected.log(), rtol=1e-5, atol=1e-5
             )
+
+    def test_subclass_and_defaults(self):
+        model = make_gp(device=self.device)
+        soft = qSoftPI(model, 0.3)
+        self.assertIsInstance(soft, qProbabilityOfImprovement)
+        log_soft = qLogSoftPI(model, 0.3)
+        # Log values are not probabilities: no is-a relation, as for BoTorch's
+        # qLogExpectedImprovement and qExpectedImprovement.
+        self.assertNotIsInstance(log_soft, qProbabilityOfImprovement)
+        for acqf in (soft, log_soft):
+            self.assertEqual(acqf.tau.item(), torch.tensor(DEFAULT_TAU).item())
+            self.assertEqual(acqf.best_f.item(), torch.tensor(0.3).item())
+        self.assertEqual(DEFAULT_TAU, 0.01)
+
+    def test_botorch_calling_style(self):
+        # qProbabilityOfImprovement(model, best_f, sampler, objective,
+        # posterior_transform, X_pending, tau, constraints, eta), positionally.
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            model = make_gp(**tkw)
+            X = torch.rand(4, 2, 2, **tkw)
+            X_pending = torch.rand(1, 2, **tkw)
+            weights = torch.tensor([1.5], **tkw)
+
+            def sampler():
+                return SobolQMCNormalSampler(torch.Size([64]), seed=0)
+
+            constraints = [lambda Y: Y[..., 0] - 1.0]
+            for cls in (qSoftPI, qLogSoftPI):
+                short = cls(model, 0.4, sampler())
+                self.assertAllClose(
+                    short(X), cls(model, best_f=0.4, sampler=sampler())(X)
+                )
+                self.assertEqual(short.tau.item(), torch.tensor(DEFAULT_TAU).item())
+                full = cls(
+                    model,
+                    0.4,
+                    sampler(),
+                    LinearMCObjective(weights),
+                    None,
+                    X_pending,
+                    0.2,
+                    constraints,
+                    0.05,
+                )
+                keywords = cls(
+                    model,
+                    best_f=0.4,
+                    sampler=sampler(),
+                    objective=LinearMCObjective(weights),
+                    X_pending=X_pending,
+                    tau=0.2,
+                    constraints=constraints,
+                    eta=0.05,
+                )
+                self.assertAllClose(full(X), keywords(X))
+                self.assertEqual(full.tau.item(), torch.tensor(0.2).item())
+                self.assertIs(full._constraints, constraints)
+                self.assertEqual(full._eta, 0.05)
+
+    def test_equals_botorch_qpi_at_equal_tau(self):
+        # Same samples, same tau: BoTorch's value to the last bit, with and without
+        # objective, constraints and pending points; exp(qLogSoftPI) to rounding.
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            model = make_gp(**tkw)
+            X = torch.rand(5, 3, 2, **tkw)
+            best_f = model.train_targets.max().item() - 0.5
+            settings = (
+                {},
+                {"tau": 0.05},
+                {
+                    "tau": 0.2,
+                    "objective": LinearMCObjective(torch.tensor([0.7], **tkw)),
+                },
+                {
+                    "tau": 0.1,
+                    "constraints": [lambda Y: Y[..., 0] - 0.2],
+                    "eta": 0.05,
+                    "X_pending": torch.rand(1, 2, **tkw),
+                },
+            )
+            for kw in settings:
+                kw = {"tau": DEFAULT_TAU, **kw}
+
+                def sampler():
+                    return SobolQMCNormalSampler(torch.Size([128]), seed=3)
+
+                ours = qSoftPI(model, best_f, sampler(), **kw)(X)
+                ref = qProbabilityOfImprovement(model, best_f, sampler(), **kw)(X)
+                self.assertEqual(ours.dtype, dtype)
+                self.assertTrue(torch.equal(ours, ref), msg=f"{dtype} {kw}")
+                log_ours = qLogSoftPI(model, best_f, sampler(), **kw)(X)
+                self.assertAllClose(log_ours.exp(), ref, rtol=1e-4, atol=1e-6)
 
     def test_batched_best_f_and_objective(self):
         n, b, q = 4, 2, 3

@@ -69,6 +69,80 @@ class TestQUCB(BotorchTestCase):
             self.assertAllClose(val.double().cpu(), expected, rtol=1e-5, atol=1e-5)
             self.assertTrue(acqf.uses_exact_mean)
 
+    def test_is_a_botorch_qupperconfidencebound(self):
+        model = make_gp(device=self.device)
+        acqf = qUCB(model, beta=1.0)
+        self.assertIsInstance(acqf, qUpperConfidenceBound)
+        self.assertAlmostEqual(acqf.beta_prime, math.sqrt(math.pi / 2))
+        self.assertEqual(acqf.beta, 1.0)
+
+    def test_botorch_calling_style(self):
+        # qUpperConfidenceBound(model, beta, sampler, objective, posterior_transform,
+        # X_pending), positionally, as in BoTorch's docstring example.
+        for dtype in (torch.float, torch.double):
+            model = make_gp(dtype=dtype, device=self.device)
+            X = torch.rand(3, 2, 2, device=self.device, dtype=dtype)
+            X_pending = torch.rand(1, 2, device=self.device, dtype=dtype)
+            weights = torch.tensor([2.0], device=self.device, dtype=dtype)
+
+            def sampler():
+                return SobolQMCNormalSampler(torch.Size([64]), seed=0)
+
+            positional = qUCB(
+                model, 0.3, sampler(), LinearMCObjective(weights), None, X_pending
+            )
+            keywords = qUCB(
+                model,
+                beta=0.3,
+                sampler=sampler(),
+                objective=LinearMCObjective(weights),
+                X_pending=X_pending,
+            )
+            self.assertAllClose(positional(X), keywords(X))
+            self.assertIsInstance(positional.objective, LinearMCObjective)
+            self.assertIs(positional.X_pending.dtype, dtype)
+
+    def test_equals_botorch_when_exact_and_sample_mean_agree(self):
+        # With the mock's mean set to the sample mean, the only difference from
+        # BoTorch's estimator vanishes: the values agree to rounding.
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            n, b, q = 7, 3, 4
+            samples = torch.randn(n, b, q, 1, **tkw)
+            model = make_mock(samples, mean=samples.mean(0))
+            X = torch.zeros(b, q, 1, **tkw)
+            ours = qUCB(model, 0.8, IIDNormalSampler(torch.Size([n])))
+            ref = qUpperConfidenceBound(model, 0.8, IIDNormalSampler(torch.Size([n])))
+            self.assertTrue(ours.uses_exact_mean)
+            self.assertAllClose(ours(X), ref(X))
+            # Off the sample mean they differ (the centring is the change).
+            model = make_mock(samples, mean=samples.mean(0) + 0.5)
+            ours = qUCB(model, 0.8, IIDNormalSampler(torch.Size([n])))
+            ref = qUpperConfidenceBound(model, 0.8, IIDNormalSampler(torch.Size([n])))
+            self.assertFalse(torch.allclose(ours(X), ref(X)))
+
+    def test_get_beta_prime_hook(self):
+        # BoTorch's qLowerConfidenceBound is qUpperConfidenceBound with a negated
+        # beta'; the same override on qUCB gives a lower bound with the exact mean.
+        class _qLCB(qUCB):
+            def _get_beta_prime(self, beta: float) -> float:
+                return -super()._get_beta_prime(beta=beta)
+
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            n, b = 6, 4
+            samples = torch.randn(n, b, 1, 1, **tkw)
+            mean = torch.randn(b, 1, 1, **tkw)
+            model = make_mock(samples, mean=mean)
+            X = torch.zeros(b, 1, 1, **tkw)
+            lcb = _qLCB(model, 1.7, IIDNormalSampler(torch.Size([n])))
+            self.assertAlmostEqual(lcb.beta_prime, -math.sqrt(1.7 * math.pi / 2))
+            spread = math.sqrt(1.7 * math.pi / 2) * (samples - mean).abs()
+            expected = (mean - spread).mean(0).view(b)
+            self.assertAllClose(lcb(X), expected, rtol=1e-5, atol=1e-5)
+            ucb = qUCB(model, 1.7, IIDNormalSampler(torch.Size([n])))(X)
+            self.assertAllClose(lcb(X) + ucb, 2 * mean.view(b), rtol=1e-5, atol=1e-5)
+
     def test_sample_mean_fallback_for_nonaffine_objective(self):
         n, b, q = 6, 2, 3
         samples = torch.randn(n, b, q, 1, device=self.device, dtype=torch.double)

@@ -1,31 +1,17 @@
 import math
 import warnings
-from unittest import mock
 
 import torch
 from botorch.acquisition import qLogNoisyExpectedImprovement
-from botorch.exceptions.warnings import OptimizationWarning
-from botorch.fit import fit_gpytorch_mll
-from botorch.models import SingleTaskGP
 from botorch.models.transforms.input import Normalize
 from botorch.models.transforms.outcome import Standardize
 from botorch.optim import optimize_acqf
 from botorch.utils.testing import BotorchTestCase
-from gpytorch.mlls import ExactMarginalLogLikelihood, VariationalELBO
+from gpytorch.mlls import VariationalELBO
 
 from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.models.eulbo import _StoppingRule
-
-FAST = EULBOOptions(
-    max_steps=60, check_every=10, num_restarts=2, raw_samples=32, num_mc_samples=16
-)
-
-
-def _data(n=40, d=2, dtype=torch.double, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=gen, dtype=torch.double)
-    Y = torch.sin(5 * X).sum(-1, keepdim=True) - ((X - 0.7) ** 2).sum(-1, keepdim=True)
-    return X.to(dtype), Y.to(dtype)
+from tests.models.helpers import FAST
+from tests.models.helpers import make_data as _data
 
 
 class TestEULBOModel(BotorchTestCase):
@@ -88,80 +74,6 @@ class TestEULBOModel(BotorchTestCase):
         self.assertEqual(cand.shape, torch.Size([2, 2]))
         self.assertTrue(torch.isfinite(val))
 
-    def test_optimize_eulbo(self):
-        for dtype in (torch.float, torch.double):
-            X, Y = _data(dtype=dtype)
-            bounds = torch.tensor([[0.1, 0.2], [0.6, 0.9]], dtype=dtype)
-            for q in (1, 3):
-                model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-                model.fit_elbo()
-                before = {k: v.clone() for k, v in model.state_dict().items()}
-                cand, value = model.optimize_eulbo(bounds, q=q, seed=1)
-                self.assertEqual(cand.shape, torch.Size([q, 2]))
-                self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
-                info = model.last_optimization
-                # The returned state is never below the warm start's EULBO.
-                self.assertGreaterEqual(value.item(), info["warm_start_value"] - 1e-6)
-                if q == 1:
-                    # The value is the EULBO of the returned candidates under the
-                    # returned state (all n <= check_size points in the ELBO).
-                    with torch.no_grad():
-                        full = model.eulbo(cand).item()
-                    self.assertAlmostEqual(value.item(), full, delta=1e-5 * abs(full))
-                after = model.state_dict()
-                changed = [k for k in before if not torch.equal(before[k], after[k])]
-                self.assertTrue(any("variational" in k for k in changed), changed)
-                self.assertFalse(info["diverged"])
-
-    def test_eulbo_scales_and_alternation(self):
-        X, Y = _data()
-        n = X.shape[0]
-        x = torch.tensor([[0.3, 0.4]], dtype=torch.double)
-        s = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="sum", options=FAST)
-        s.fit_elbo()  # initializes the variational parameters (randomly jittered)
-        mean = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="mean", options=FAST)
-        mean.load_state_dict(s.state_dict())
-        u = s.expected_log_utility(x.unsqueeze(0)).item()
-        self.assertAlmostEqual(
-            s.eulbo(x).item() - u, n * (mean.eulbo(x).item() - u), places=6
-        )
-        w = EULBOModel(X, Y, num_inducing_points=10, utility_weight=3.0, options=FAST)
-        w.load_state_dict(s.state_dict())
-        self.assertAlmostEqual(w.eulbo(x).item() - s.eulbo(x).item(), 2 * u, places=6)
-        # Both alternation schemes run and return candidates in the box.
-        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        for alternation in ("step", "epoch"):
-            model = EULBOModel(
-                X, Y, num_inducing_points=10, alternation=alternation, options=FAST
-            )
-            cand, value = model.optimize_eulbo(bounds, q=1)
-            self.assertTrue(((cand >= 0) & (cand <= 1)).all())
-            self.assertTrue(math.isfinite(value.item()))
-
-    def test_divergence_falls_back_to_warm_start(self):
-        X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        real = EULBOModel.expected_log_utility
-        calls = {"n": 0}
-
-        def poisoned(self, X, base_samples=None, utility="ei"):
-            # Finite for the warm start's evaluation, NaN once the joint
-            # optimization has started.
-            calls["n"] += 1
-            out = real(self, X, base_samples, utility)
-            return out if calls["n"] <= 1 else out * float("nan")
-
-        with mock.patch.object(EULBOModel, "expected_log_utility", poisoned):
-            with self.assertWarnsRegex(OptimizationWarning, "non-finite"):
-                cand, _ = model.optimize_eulbo(bounds, q=1)
-        info = model.last_optimization
-        self.assertTrue(info["diverged"])
-        self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
-        self.assertTrue(torch.isfinite(cand).all())
-        for p in model.parameters():
-            self.assertTrue(torch.isfinite(p).all())
-
     def test_bad_input(self):
         X, Y = _data()
         Xn = X.clone()
@@ -182,171 +94,6 @@ class TestEULBOModel(BotorchTestCase):
             EULBOModel(X, Y, alternation="joint")
         with self.assertRaisesRegex(ValueError, "lr_w"):
             EULBOModel(X, Y, options=EULBOOptions(lr_w=0.0))
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        good = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        with self.assertRaisesRegex(ValueError, "bounds"):
-            model.optimize_eulbo(torch.zeros(3, 2).double())
-        with self.assertRaisesRegex(ValueError, "bounds"):
-            model.optimize_eulbo(good.flip(0))
-        with self.assertRaisesRegex(ValueError, "`q`"):
-            model.optimize_eulbo(good, q=0)
-        with self.assertRaisesRegex(ValueError, "unknown utility 'pi'"):
-            model.optimize_eulbo(good, utility="pi")
-        with self.assertRaisesRegex(ValueError, "q \\+ S"):
-            pts, eps = torch.rand(1, 3, 2).double(), torch.randn(4, 1).double()
-            model.fantasy_means(pts, eps)
-
-
-def _reference_log_soft_improvement(mean, covariance, best_f, num_samples, seed):
-    r"""``E[max_j log softplus(f_j - best_f)]`` for ``f ~ N(mean, covariance)`` by
-    plain Monte Carlo with ``torch.distributions.MultivariateNormal``.
-
-    Independent of the model's quadrature and of its Cholesky sampling: the draws
-    come from PyTorch's own multivariate normal, in float64, and the log of the
-    softplus is taken directly (the cases keep ``f - best_f > -30``, where it does
-    not underflow). A jitter of ``1e-9`` keeps the covariance positive definite;
-    it moves the value by ``O(1e-9)``.
-
-    Args:
-        mean: ``batch_shape x q`` means.
-        covariance: ``batch_shape x q x q`` covariances.
-        best_f: The incumbent (a scalar tensor).
-        num_samples: Number of Monte Carlo draws.
-        seed: Seed of the draws.
-
-    Returns:
-        ``(estimate, sample_std)``, both ``batch_shape``: the Monte Carlo average
-        and the standard deviation of the summand (its standard error is
-        ``sample_std / sqrt(num_samples)``).
-    """
-    mean, covariance = mean.double(), covariance.double()
-    q = mean.shape[-1]
-    eye = torch.eye(q, dtype=torch.double, device=mean.device)
-    mvn = torch.distributions.MultivariateNormal(mean, covariance + 1e-9 * eye)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        f = mvn.sample(torch.Size([num_samples]))
-    log_u = torch.log(torch.nn.functional.softplus(f - best_f.double()))
-    values = log_u.amax(dim=-1)
-    return values.mean(dim=0), values.std(dim=0)
-
-
-class TestExpectedLogUtility(BotorchTestCase):
-    r"""The EI term of the EULBO against plain Monte Carlo under ``q(f)``."""
-
-    def _fitted(self, dtype):
-        X, Y = (t.to(self.device) for t in _data(dtype=dtype))
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        model.fit_elbo()
-        return model, X
-
-    def test_q1_quadrature_against_monte_carlo(self):
-        # Points on the data (posterior std ~0.07), between them (~0.2) and
-        # outside the unit square (0.5-0.9): feeding the variance instead of the
-        # standard deviation to the quadrature changes every value whose std is
-        # not 1 by many standard errors.
-        for dtype in (torch.float, torch.double):
-            model, X = self._fitted(dtype)
-            tkw = {"dtype": dtype, "device": self.device}
-            points = torch.tensor(
-                [[0.5, 0.5], [0.3, 0.8], [1.15, 1.1], [1.3, 1.25], [-0.3, 0.4]],
-                **tkw,
-            )
-            Xt = torch.cat([X[:3], points]).unsqueeze(-2)  # 8 x 1 x 2
-            with torch.no_grad():
-                got = model.expected_log_utility(Xt)
-                f = model.model(Xt)  # the latent SVGP marginal q(f)
-            self.assertEqual(got.shape, torch.Size([8]))
-            std = f.variance.sqrt().squeeze(-1)
-            self.assertTrue(bool((std > 0.05).all() and (std < 0.95).all()))
-            num_samples = 2_000_000
-            ref, sd = _reference_log_soft_improvement(
-                f.mean, f.covariance_matrix, model.train_Y_std.max(), num_samples, 0
-            )
-            # 5 Monte Carlo standard errors; the 20-point quadrature error of this
-            # smooth integrand and float32 rounding are far smaller.
-            tol = 5 * sd / math.sqrt(num_samples)
-            tol = tol + (1e-5 if dtype == torch.float else 0)
-            self.assertTrue(
-                bool(((got.double() - ref).abs() <= tol).all()),
-                f"{(got.double() - ref).abs() / tol} (differences / tolerance)",
-            )
-
-    def test_q_batch_monte_carlo_against_multivariate_normal(self):
-        # q = 3 with strongly correlated points of unequal variance (a point on
-        # the data next to points off it): drawing the samples with L^T instead
-        # of the Cholesky factor L gives them the covariance L^T L != L L^T.
-        for dtype in (torch.float, torch.double):
-            model, X = self._fitted(dtype)
-            tkw = {"dtype": dtype, "device": self.device}
-            Xt = torch.tensor(
-                [
-                    [[0.95, 0.9], [1.15, 1.1], [1.3, 1.25]],
-                    [[0.5, 0.5], [0.55, 0.52], [1.3, -0.2]],
-                    [[-0.3, 0.4], [-0.2, 0.45], [0.0, 0.5]],
-                ],
-                **tkw,
-            )
-            Xt = torch.cat([Xt, X[:3].unsqueeze(0)])  # 4 x 3 x 2
-            num_base = 200_000
-            gen = torch.Generator().manual_seed(3)
-            base = torch.randn(num_base, 3, generator=gen, dtype=dtype)
-            with torch.no_grad():
-                got = model.expected_log_utility(Xt, base.to(self.device))
-                f = model.model(Xt)
-            self.assertEqual(got.shape, torch.Size([4]))
-            num_ref = 1_000_000
-            ref, sd = _reference_log_soft_improvement(
-                f.mean, f.covariance_matrix, model.train_Y_std.max(), num_ref, 1
-            )
-            # Both sides are Monte Carlo averages of the same summand: 5 standard
-            # errors of their difference.
-            tol = 5 * sd * math.sqrt(1 / num_base + 1 / num_ref)
-            tol = tol + (1e-5 if dtype == torch.float else 0)
-            self.assertTrue(
-                bool(((got.double() - ref).abs() <= tol).all()),
-                f"{(got.double() - ref).abs() / tol} (differences / tolerance)",
-            )
-            with self.assertRaisesRegex(ValueError, "base_samples"):
-                model.expected_log_utility(Xt)
-
-    def test_optimize_eulbo_against_a_grid(self):
-        # d = 1: the joint ascent, started from a warm start displaced by 0.1,
-        # ends at the maximizer of EULBO(x, w) over x under the returned w (the
-        # ELBO part does not depend on x), found by a dense grid.
-        real = EULBOModel._warm_start
-
-        def displaced(self, bounds, q, *args, **kwargs):
-            x0 = real(self, bounds, q, *args, **kwargs)
-            return (x0 + 0.1).clamp(bounds[0], bounds[1])
-
-        options = EULBOOptions(
-            max_steps=100, check_every=10, num_restarts=2, raw_samples=32, lr_x=0.01
-        )
-        for dtype in (torch.float, torch.double):
-            tkw = {"dtype": dtype, "device": self.device}
-            gen = torch.Generator().manual_seed(0)
-            X = torch.rand(20, 1, generator=gen, dtype=torch.double)
-            Y = torch.sin(6 * X) - (X - 0.3) ** 2  # one maximum, near x = 0.26
-            model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=options)
-            bounds = torch.tensor([[0.0], [1.0]], **tkw)
-            with mock.patch.object(EULBOModel, "_warm_start", displaced):
-                cand, value = model.optimize_eulbo(bounds, q=1, seed=0)
-            start = model.last_optimization["warm_start_candidates"]
-            grid = torch.linspace(0, 1, 201, **tkw).unsqueeze(-1)  # step 0.005
-            with torch.no_grad():
-                eulbo = torch.stack([model.eulbo(x.unsqueeze(0)) for x in grid])
-            best = eulbo.argmax()
-            # The start is far from the grid maximizer, so the x-steps did the work.
-            self.assertGreater((start - grid[best]).abs().item(), 0.05)
-            near = (cand - grid[best]).abs().item() <= 0.005
-            tol = 1e-4 * abs(eulbo[best].item())
-            self.assertTrue(
-                near or value.item() >= eulbo[best].item() - tol,
-                f"x = {cand.item()}, grid argmax {grid[best].item()}; EULBO "
-                f"{value.item()} vs grid max {eulbo[best].item()}",
-            )
-            self.assertLessEqual(value.item(), eulbo[best].item() + tol)
 
 
 def _full_elbo(model):
@@ -384,26 +131,6 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 dist.variational_mean.zero_()
                 dist.chol_variational_covar.copy_(torch.eye(15, dtype=dtype))
                 self.assertLess(_full_elbo(model).item(), elbo.item() - 0.1)
-
-    def test_fit_elbo_matches_an_exact_gp_on_noise_free_data(self):
-        # Smooth, noise-free data: the converged ELBO fit learns a small noise and
-        # fits the training data about as well as an exact GP.
-        gen = torch.Generator().manual_seed(3)
-        X = torch.rand(80, 2, generator=gen, dtype=torch.double)
-        Y = torch.sin(3 * X[:, :1]) + torch.cos(2 * X[:, 1:]) + X[:, :1] * X[:, 1:]
-        model = EULBOModel(X, Y, num_inducing_points=40)
-        model.fit_elbo(seed=0)
-        self.assertLess(model.likelihood.noise.item(), 1e-2)
-        self.assertTrue(model.last_fit["converged"])
-        self.assertLessEqual(model.last_fit["steps"], model.options.max_steps)
-        gp = SingleTaskGP(X, Y, outcome_transform=Standardize(m=1))
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
-        with torch.no_grad():
-            rmse = (model.posterior(X).mean - Y).pow(2).mean().sqrt().item()
-            rmse_gp = (gp.posterior(X).mean - Y).pow(2).mean().sqrt().item()
-        # Within 5% of the outcome's standard deviation (an unfitted q(u) at the
-        # prior with the Table-1 budget is at 35%), or of the exact GP's error.
-        self.assertLess(rmse, max(3 * rmse_gp, 0.05 * Y.std().item()))
 
     def test_carry_over_keeps_the_posterior_on_the_original_scale(self):
         for dtype in (torch.float, torch.double):
@@ -447,59 +174,6 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 reset.model.covar_module.lengthscale,
                 model.model.covar_module.lengthscale,
             )
-
-    def test_stopping_rules_and_presets(self):
-        rule = _StoppingRule(patience=2, tol=0.1)
-        self.assertFalse(rule.update(0.0))
-        self.assertFalse(rule.update(0.5))  # progress
-        self.assertFalse(rule.update(0.55))  # below tol: stale 1
-        self.assertTrue(rule.update(0.58))  # stale 2
-        table1 = EULBOOptions.table1(num_restarts=3)
-        self.assertEqual(
-            (table1.convergence, table1.max_epochs, table1.patience, table1.tol),
-            ("epochs", 30, 3, 0.0),
-        )
-        self.assertEqual(table1.num_restarts, 3)
-        X, Y = _data(n=70)
-        for options, unit in (
-            (EULBOOptions.table1(max_epochs=5), 3),  # epochs of ceil(70 / 32) steps
-            (EULBOOptions(max_steps=45, check_every=10, tol=1e9), 10),
-        ):
-            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            model.fit_elbo()
-            steps = model.last_fit["steps"]
-            self.assertEqual(steps % unit if steps < 45 else 0, 0)
-            self.assertLessEqual(steps, 45 if unit == 10 else 15)
-        # tol = 1e9: no round counts as progress, so it stops after `patience`.
-        self.assertEqual(steps, options.patience * 10)
-        with self.assertRaisesRegex(ValueError, "convergence"):
-            EULBOOptions(convergence="never").validate()
-        with self.assertRaisesRegex(ValueError, "`tol`"):
-            EULBOOptions(tol=-1.0).validate()
-
-    def test_cost_per_fit_is_bounded_in_n(self):
-        # The "steps" rule touches at most max_steps minibatches and
-        # max_steps / check_every check sets of check_size points, for any n.
-        options = EULBOOptions(max_steps=40, check_every=10, check_size=64, tol=0.0)
-        touched = {}
-        real = EULBOModel._elbo
-        for n in (100, 1000):
-            X, Y = _data(n=n)
-            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            count = {"points": 0}
-
-            def counting(self, X, Y, count=count):
-                count["points"] += X.shape[-2]
-                return real(self, X, Y)
-
-            with mock.patch.object(EULBOModel, "_elbo", counting):
-                model.fit_elbo()
-            touched[n] = count["points"]
-            bound = 40 * 32 + (40 // 10 + 1) * 64
-            self.assertLessEqual(touched[n], bound)
-        # Minibatch sizes differ (a short last minibatch per epoch at n = 100),
-        # the number of steps does not: the cost does not grow with n.
-        self.assertGreaterEqual(touched[100], 40 * 4)
 
     def test_diagnostics(self):
         X, Y = _data()
@@ -548,89 +222,6 @@ class TestFittingAndCarriedState(BotorchTestCase):
             nxt = model.carry_over(X_raw, Y)
             self.assertTrue(nxt.carried_state)
             self.assertAllClose(nxt.train_X_full, X)
-
-
-def _dense_fantasy_means(model, X, eps):
-    r"""E[f(x'_i) | y_ij] by dense Gaussian conditioning of the SVGP's predictive
-    distribution, assembled by hand from the variational parameters."""
-    gp = model.model
-    vs = gp.variational_strategy
-    Z = vs.inducing_points.detach()
-    kern = gp.covar_module
-    m = Z.shape[0]
-    Kzz = kern(Z).to_dense() + vs.jitter_val * torch.eye(m, dtype=Z.dtype)
-    L = torch.linalg.cholesky(Kzz)
-    vd = vs._variational_distribution
-    m_u = L @ vd.variational_mean
-    C = torch.tril(vd.chol_variational_covar)
-    S_u = L @ C @ C.T @ L.T
-    P = X.reshape(-1, X.shape[-1])
-    A = kern(P, Z).to_dense() @ torch.linalg.inv(Kzz)
-    mu = gp.mean_module(P) + A @ m_u
-    Sigma = kern(P).to_dense() - A @ Kzz @ A.T + A @ S_u @ A.T
-    noise = model.likelihood.noise.item()
-    S, q = eps.shape
-    out = torch.empty(S, q, dtype=X.dtype)
-    for i in range(S):
-        for j in range(q):
-            y = mu[j] + torch.sqrt(Sigma[j, j] + noise) * eps[i, j]
-            gain = Sigma[q + i, j] / (Sigma[j, j] + noise)
-            out[i, j] = mu[q + i] + gain * (y - mu[j])
-    return out
-
-
-class TestOneShotSoftKG(BotorchTestCase):
-    def test_fantasy_means_against_dense_conditioning(self):
-        X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
-        model.fit_elbo()
-        gen = torch.Generator().manual_seed(5)
-        for q, S in ((1, 4), (3, 5)):
-            pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
-            eps = torch.randn(S, q, generator=gen, dtype=torch.double)
-            with torch.no_grad():
-                got = model.fantasy_means(pts.unsqueeze(0), eps).squeeze(0)
-                want = _dense_fantasy_means(model, pts, eps)
-            self.assertAllClose(got, want, atol=1e-5, rtol=1e-5)
-            # The soft-KG term is the sample mean of the max over the batch.
-            with torch.no_grad():
-                val = model.soft_kg_log_utility(pts.unsqueeze(0), eps).item()
-            best = model.train_Y_std.max()
-            ref = torch.log(torch.nn.functional.softplus(want - best)).amax(-1).mean()
-            self.assertAlmostEqual(val, ref.item(), places=5)
-
-    def test_gradients_reach_variational_parameters(self):
-        X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
-        model.fit_elbo()
-        model.train()
-        pts = torch.rand(1, 4, 2, dtype=torch.double, requires_grad=True)
-        eps = torch.randn(3, 1, dtype=torch.double)
-        model.soft_kg_log_utility(pts, eps).sum().backward()
-        vd = model.model.variational_strategy._variational_distribution
-        self.assertGreater(vd.variational_mean.grad.abs().sum().item(), 0)
-        self.assertGreater(vd.chol_variational_covar.grad.abs().sum().item(), 0)
-        self.assertTrue(torch.isfinite(pts.grad).all())
-        self.assertGreater(pts.grad.abs().sum().item(), 0)
-
-    def test_optimize_eulbo_kg(self):
-        X, Y = _data()
-        options = EULBOOptions(
-            max_steps=40,
-            check_every=10,
-            num_restarts=2,
-            raw_samples=16,
-            num_fantasies=6,
-        )
-        bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
-        for q in (1, 2):
-            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            cand, value = model.optimize_eulbo(bounds, q=q, utility="kg", seed=2)
-            self.assertEqual(cand.shape, torch.Size([q, 2]))
-            self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
-            info = model.last_optimization
-            self.assertEqual(info["fantasy_points"].shape, torch.Size([6, 2]))
-            self.assertGreaterEqual(value.item(), info["warm_start_value"] - 1e-6)
 
 
 class TestAxAskTell(BotorchTestCase):
@@ -691,3 +282,32 @@ class TestAxAskTell(BotorchTestCase):
         last = torch.tensor(df[names].values[-1], dtype=torch.double)
         self.assertAllClose(last, cand[0])
         self.assertTrue(model.carried_state)
+
+
+class TestOldImportPath(BotorchTestCase):
+    def test_names_of_the_unsplit_module_still_import(self):
+        # models/eulbo.py was split into optim/fit.py, optim/eulbo.py,
+        # models/utilities.py and acquisition/soft_kg.py; callers of the old
+        # module path keep working.
+        from botorch_ext.models import eulbo as old
+        from botorch_ext.models import utilities
+        from botorch_ext.optim import eulbo as joint
+        from botorch_ext.optim import fit
+
+        for module, names in (
+            (fit, ("_StoppingRule", "CONVERGENCE_RULES")),
+            (joint, ("_OneShotSoftKG", "UTILITIES", "ALTERNATIONS")),
+            (
+                utilities,
+                (
+                    "DEFAULT_NUM_QUADRATURE_POINTS",
+                    "expected_log_soft_improvement",
+                    "mc_log_soft_improvement",
+                ),
+            ),
+        ):
+            for name in names:
+                self.assertIs(getattr(old, name), getattr(module, name), name)
+        for name in ("EULBOModel", "EULBOOptions", "_enforce_floor", "_check_data"):
+            self.assertTrue(hasattr(old, name), name)
+        self.assertTrue(hasattr(old, "_fill_inducing_points"))

@@ -4,10 +4,13 @@ import torch
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import (
+    EULBOModel,
     expected_log_soft_improvement,
     gauss_hermite_normal,
     mc_log_soft_improvement,
 )
+from tests.models.helpers import FAST
+from tests.models.helpers import make_data as _data
 
 
 def _log_softplus_ref(x: float) -> float:
@@ -102,3 +105,188 @@ class TestMCLogSoftImprovement(BotorchTestCase):
             self.assertAlmostEqual(mc.item(), gh.item(), delta=5e-3)
         with self.assertRaisesRegex(ValueError, "tau"):
             mc_log_soft_improvement(torch.zeros(2, 1, 1), 0.0, tau=-1.0)
+
+
+def _dense_fantasy_means(model, X, eps):
+    r"""E[f(x'_i) | y_ij] by dense Gaussian conditioning of the SVGP's predictive
+    distribution, assembled by hand from the variational parameters."""
+    gp = model.model
+    vs = gp.variational_strategy
+    Z = vs.inducing_points.detach()
+    kern = gp.covar_module
+    m = Z.shape[0]
+    Kzz = kern(Z).to_dense() + vs.jitter_val * torch.eye(m, dtype=Z.dtype)
+    L = torch.linalg.cholesky(Kzz)
+    vd = vs._variational_distribution
+    m_u = L @ vd.variational_mean
+    C = torch.tril(vd.chol_variational_covar)
+    S_u = L @ C @ C.T @ L.T
+    P = X.reshape(-1, X.shape[-1])
+    A = kern(P, Z).to_dense() @ torch.linalg.inv(Kzz)
+    mu = gp.mean_module(P) + A @ m_u
+    Sigma = kern(P).to_dense() - A @ Kzz @ A.T + A @ S_u @ A.T
+    noise = model.likelihood.noise.item()
+    S, q = eps.shape
+    out = torch.empty(S, q, dtype=X.dtype)
+    for i in range(S):
+        for j in range(q):
+            y = mu[j] + torch.sqrt(Sigma[j, j] + noise) * eps[i, j]
+            gain = Sigma[q + i, j] / (Sigma[j, j] + noise)
+            out[i, j] = mu[q + i] + gain * (y - mu[j])
+    return out
+
+
+class TestEULBOSoftKG(BotorchTestCase):
+    def test_fantasy_means_against_dense_conditioning(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
+        model.fit_elbo()
+        gen = torch.Generator().manual_seed(5)
+        for q, S in ((1, 4), (3, 5)):
+            pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
+            eps = torch.randn(S, q, generator=gen, dtype=torch.double)
+            with torch.no_grad():
+                got = model.fantasy_means(pts.unsqueeze(0), eps).squeeze(0)
+                want = _dense_fantasy_means(model, pts, eps)
+            self.assertAllClose(got, want, atol=1e-5, rtol=1e-5)
+            # The soft-KG term is the sample mean of the max over the batch.
+            with torch.no_grad():
+                val = model.soft_kg_log_utility(pts.unsqueeze(0), eps).item()
+            best = model.train_Y_std.max()
+            ref = torch.log(torch.nn.functional.softplus(want - best)).amax(-1).mean()
+            self.assertAlmostEqual(val, ref.item(), places=5)
+
+    def test_gradients_reach_variational_parameters(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
+        model.fit_elbo()
+        model.train()
+        pts = torch.rand(1, 4, 2, dtype=torch.double, requires_grad=True)
+        eps = torch.randn(3, 1, dtype=torch.double)
+        model.soft_kg_log_utility(pts, eps).sum().backward()
+        vd = model.model.variational_strategy._variational_distribution
+        self.assertGreater(vd.variational_mean.grad.abs().sum().item(), 0)
+        self.assertGreater(vd.chol_variational_covar.grad.abs().sum().item(), 0)
+        self.assertTrue(torch.isfinite(pts.grad).all())
+        self.assertGreater(pts.grad.abs().sum().item(), 0)
+
+    def test_fantasy_means_checks_the_number_of_points(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        with self.assertRaisesRegex(ValueError, "q \\+ S"):
+            pts, eps = torch.rand(1, 3, 2).double(), torch.randn(4, 1).double()
+            model.fantasy_means(pts, eps)
+
+
+def _reference_log_soft_improvement(mean, covariance, best_f, num_samples, seed):
+    r"""``E[max_j log softplus(f_j - best_f)]`` for ``f ~ N(mean, covariance)`` by
+    plain Monte Carlo with ``torch.distributions.MultivariateNormal``.
+
+    Independent of the model's quadrature and of its Cholesky sampling: the draws
+    come from PyTorch's own multivariate normal, in float64, and the log of the
+    softplus is taken directly (the cases keep ``f - best_f > -30``, where it does
+    not underflow). A jitter of ``1e-9`` keeps the covariance positive definite;
+    it moves the value by ``O(1e-9)``.
+
+    Args:
+        mean: ``batch_shape x q`` means.
+        covariance: ``batch_shape x q x q`` covariances.
+        best_f: The incumbent (a scalar tensor).
+        num_samples: Number of Monte Carlo draws.
+        seed: Seed of the draws.
+
+    Returns:
+        ``(estimate, sample_std)``, both ``batch_shape``: the Monte Carlo average
+        and the standard deviation of the summand (its standard error is
+        ``sample_std / sqrt(num_samples)``).
+    """
+    mean, covariance = mean.double(), covariance.double()
+    q = mean.shape[-1]
+    eye = torch.eye(q, dtype=torch.double, device=mean.device)
+    mvn = torch.distributions.MultivariateNormal(mean, covariance + 1e-9 * eye)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        f = mvn.sample(torch.Size([num_samples]))
+    log_u = torch.log(torch.nn.functional.softplus(f - best_f.double()))
+    values = log_u.amax(dim=-1)
+    return values.mean(dim=0), values.std(dim=0)
+
+
+class TestExpectedLogUtility(BotorchTestCase):
+    r"""The EI term of the EULBO against plain Monte Carlo under ``q(f)``."""
+
+    def _fitted(self, dtype):
+        X, Y = (t.to(self.device) for t in _data(dtype=dtype))
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        model.fit_elbo()
+        return model, X
+
+    def test_q1_quadrature_against_monte_carlo(self):
+        # Points on the data (posterior std ~0.07), between them (~0.2) and
+        # outside the unit square (0.5-0.9): feeding the variance instead of the
+        # standard deviation to the quadrature changes every value whose std is
+        # not 1 by many standard errors.
+        for dtype in (torch.float, torch.double):
+            model, X = self._fitted(dtype)
+            tkw = {"dtype": dtype, "device": self.device}
+            points = torch.tensor(
+                [[0.5, 0.5], [0.3, 0.8], [1.15, 1.1], [1.3, 1.25], [-0.3, 0.4]],
+                **tkw,
+            )
+            Xt = torch.cat([X[:3], points]).unsqueeze(-2)  # 8 x 1 x 2
+            with torch.no_grad():
+                got = model.expected_log_utility(Xt)
+                f = model.model(Xt)  # the latent SVGP marginal q(f)
+            self.assertEqual(got.shape, torch.Size([8]))
+            std = f.variance.sqrt().squeeze(-1)
+            self.assertTrue(bool((std > 0.05).all() and (std < 0.95).all()))
+            num_samples = 2_000_000
+            ref, sd = _reference_log_soft_improvement(
+                f.mean, f.covariance_matrix, model.train_Y_std.max(), num_samples, 0
+            )
+            # 5 Monte Carlo standard errors; the 20-point quadrature error of this
+            # smooth integrand and float32 rounding are far smaller.
+            tol = 5 * sd / math.sqrt(num_samples)
+            tol = tol + (1e-5 if dtype == torch.float else 0)
+            self.assertTrue(
+                bool(((got.double() - ref).abs() <= tol).all()),
+                f"{(got.double() - ref).abs() / tol} (differences / tolerance)",
+            )
+
+    def test_q_batch_monte_carlo_against_multivariate_normal(self):
+        # q = 3 with strongly correlated points of unequal variance (a point on
+        # the data next to points off it): drawing the samples with L^T instead
+        # of the Cholesky factor L gives them the covariance L^T L != L L^T.
+        for dtype in (torch.float, torch.double):
+            model, X = self._fitted(dtype)
+            tkw = {"dtype": dtype, "device": self.device}
+            Xt = torch.tensor(
+                [
+                    [[0.95, 0.9], [1.15, 1.1], [1.3, 1.25]],
+                    [[0.5, 0.5], [0.55, 0.52], [1.3, -0.2]],
+                    [[-0.3, 0.4], [-0.2, 0.45], [0.0, 0.5]],
+                ],
+                **tkw,
+            )
+            Xt = torch.cat([Xt, X[:3].unsqueeze(0)])  # 4 x 3 x 2
+            num_base = 200_000
+            gen = torch.Generator().manual_seed(3)
+            base = torch.randn(num_base, 3, generator=gen, dtype=dtype)
+            with torch.no_grad():
+                got = model.expected_log_utility(Xt, base.to(self.device))
+                f = model.model(Xt)
+            self.assertEqual(got.shape, torch.Size([4]))
+            num_ref = 1_000_000
+            ref, sd = _reference_log_soft_improvement(
+                f.mean, f.covariance_matrix, model.train_Y_std.max(), num_ref, 1
+            )
+            # Both sides are Monte Carlo averages of the same summand: 5 standard
+            # errors of their difference.
+            tol = 5 * sd * math.sqrt(1 / num_base + 1 / num_ref)
+            tol = tol + (1e-5 if dtype == torch.float else 0)
+            self.assertTrue(
+                bool(((got.double() - ref).abs() <= tol).all()),
+                f"{(got.double() - ref).abs() / tol} (differences / tolerance)",
+            )
+            with self.assertRaisesRegex(ValueError, "base_samples"):
+                model.expected_log_utility(Xt)

@@ -1,10 +1,18 @@
 import csv
+import itertools
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.runner.compare import format_summary, run_grid, summarize
+from botorch_ext.runner import compare
+from botorch_ext.runner.compare import (
+    format_summary,
+    run_grid,
+    stream_until_done,
+    summarize,
+)
 from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.plotting import plot_regret
 from botorch_ext.runner.results import CsvWriter, columns
@@ -100,3 +108,55 @@ class TestCompare(BotorchTestCase):
         base = RunConfig("branin", "random", budget=4, n_init=3)
         with self.assertRaisesRegex(ValueError, "threads must be >= 1, got 0"):
             run_grid(base, ["random"], [0], threads=0)
+
+
+class TestStreamUntilDone(BotorchTestCase):
+    r"""The wait-and-drain loop both backends share, with fake futures."""
+
+    def test_every_drain_precedes_the_done_it_follows(self):
+        events, queued = [], []
+        finishing = iter([{"a"}, set(), {"b", "c"}])
+
+        def wait_first(futures, timeout):
+            done = next(finishing)
+            queued.append(f"rows of {sorted(done)}")  # queued before the end
+            return done, futures - done
+
+        pending = {"a", "b", "c"}
+        left = stream_until_done(
+            pending,
+            wait_first,
+            drain=lambda: events.extend(queued) or queued.clear(),
+            on_done=lambda future: events.append(f"done {future}"),
+        )
+        self.assertIs(left, pending)
+        self.assertEqual(left, set())
+        self.assertEqual(events[:2], ["rows of ['a']", "done a"])
+        self.assertEqual(events[2:4], ["rows of []", "rows of ['b', 'c']"])
+        self.assertEqual(sorted(events[4:]), ["done b", "done c"])
+
+    def test_pending_holds_the_runs_still_going_after_an_error(self):
+        def on_done(future):
+            raise RuntimeError(f"run {future} failed")
+
+        pending = {"a", "b"}
+        with self.assertRaisesRegex(RuntimeError, "run a failed"):
+            stream_until_done(
+                pending, lambda fs, t: ({"a"}, fs - {"a"}), lambda: None, on_done
+            )
+        self.assertEqual(pending, {"b"})
+
+    def test_timeout_gives_up_with_the_pending_futures(self):
+        waits = []
+        clock = itertools.count(0.0, 1.0)  # a fake clock: one second per reading
+        with mock.patch.object(compare.time, "monotonic", lambda: next(clock)):
+            left = stream_until_done(
+                {"a"},
+                lambda fs, t: waits.append(t) or (set(), fs),
+                drain=lambda: None,
+                on_done=self.fail,
+                timeout=3.0,
+            )
+        self.assertEqual(left, {"a"})
+        # Read at 0 (deadline 3), then at 1, 2 (waiting) and 3 (given up).
+        self.assertEqual(waits, [compare._DRAIN_INTERVAL_S] * 2)

@@ -1,25 +1,29 @@
 import csv
 import functools
 import json
+import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from contextlib import redirect_stderr, redirect_stdout
-from io import StringIO
+from collections import Counter
 from pathlib import Path
 from unittest import mock
 
+import distributed
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext import cli
 from botorch_ext.runner import dask_backend
 from botorch_ext.runner.compare import run_grid
 from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.problems import Problem
 from botorch_ext.runner.results import read_results
+from tests.test_cli import _main
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The issue's cheap grid: Branin, a model-free and a model-based method.
@@ -32,6 +36,16 @@ BASE = RunConfig(
     q=1,
     options=MethodOptions(num_restarts=2, raw_samples=16),
 )
+#: ``compare``'s arguments for ``BASE``, less the grid's and the backend's.
+COMPARE = ["compare", "--problem", "branin", "--budget", "5", "--n-init", "3",
+           "--num-restarts", "2", "--raw-samples", "16"]  # fmt: skip
+# A failsafe only: the stop reaches the blocked evaluation within moments.
+FAILSAFE_S = 300
+
+
+def _cli(argv):
+    code, _, err = _main(argv)
+    return code, err
 
 
 def _key(row):
@@ -46,12 +60,12 @@ def _without_times(rows):
 
 
 @functools.cache
-def _in_process_rows():
+def _in_process_rows(methods=tuple(GRID[0]), seeds=tuple(GRID[1])):
     # The processes backend's rows (it gives the same rows with any number of
     # workers: tests/runner/test_compare.py), computed here without spawning.
     threads = torch.get_num_threads()
     try:
-        return tuple(run_grid(BASE, *GRID, workers=1, threads=1))
+        return tuple(run_grid(BASE, methods, seeds, workers=1, threads=1))
     finally:
         torch.set_num_threads(threads)
 
@@ -133,21 +147,10 @@ class TestSchedulerByHand(BotorchTestCase):
             process.wait()
 
     def _compare(self, *extra):
-        argv = ["compare", "--problem", "branin", "--methods", ",".join(GRID[0]),
-                "--seeds", "0,1", "--budget", "5", "--n-init", "3",
-                "--num-restarts", "2", "--raw-samples", "16", "--backend", "dask",
-                "--scheduler", self.address, "--output", str(self.tmp / "out"),
-                *extra]  # fmt: skip
-        out, err = StringIO(), StringIO()
-        threads = torch.get_num_threads()
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                code = cli.main(argv)
-            except SystemExit as e:
-                code = e.code
-            finally:
-                torch.set_num_threads(threads)
-        self.assertEqual(code, 0, err.getvalue())
+        code, err = _cli([*COMPARE, "--methods", ",".join(GRID[0]), "--seeds", "0,1",
+                          "--backend", "dask", "--scheduler", self.address,
+                          "--output", str(self.tmp / "out"), *extra])  # fmt: skip
+        self.assertEqual(code, 0, err)
 
     def test_compare_on_a_scheduler_started_by_hand_and_resume(self):
         self._compare()
@@ -165,3 +168,106 @@ class TestSchedulerByHand(BotorchTestCase):
         with open(path) as f:
             self.assertEqual(len(list(csv.DictReader(f))), 30)
         self.assertEqual(_without_times(read_results(path).rows), expected)
+
+
+class TestCooperativeStop(BotorchTestCase):
+    r"""Ctrl-C in ``compare --backend dask --scheduler ADDRESS``: the tasks running
+    on the cluster stop at their next proposal or evaluation, and the client
+    writes their rows before it exits.
+
+    The cluster runs its two workers as threads of this process, so the test can
+    see every evaluation and hold one in progress while the client is interrupted
+    by a real SIGINT. The grid has one model-based run: model-based methods seed
+    torch's global generator, which threads of one process share.
+    """
+
+    methods, seeds = ("random", "sobol", "qlogei"), (0,)
+
+    def setUp(self):
+        super().setUp()
+        # Before any patch below.
+        self.expected = _without_times(_in_process_rows(self.methods, self.seeds))
+        threads = torch.get_num_threads()
+        self.addCleanup(torch.set_num_threads, threads)  # tasks set it here
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.out = Path(tmp.name) / "out"
+        cluster = distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=False,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        self.addCleanup(cluster.close)
+        self.address = cluster.scheduler_address
+
+    def test_ctrl_c_keeps_the_rows_of_running_tasks_and_resume_finishes(self):
+        evaluated = []  # every value computed, by any worker thread
+        held = []  # the value evaluated while the client was interrupted
+        lock = threading.Lock()
+        stop_set, drained_after_stop = threading.Event(), threading.Event()
+        evaluate, set_event = Problem.__call__, distributed.Event.set
+        get_rows = distributed.Queue.get
+
+        def logged(problem, U):
+            values = evaluate(problem, U)
+            with lock:
+                hold = U.shape[0] == 1 and not held  # the first proposal's point
+                if hold:
+                    held.append(values.item())
+            if hold:
+                # Ctrl-C while this evaluation is in progress; it ends only once
+                # the client has asked the tasks to stop and then taken rows
+                # off the queue, so its row reaches the CSV only if the client
+                # goes on draining until the running tasks have returned.
+                os.kill(os.getpid(), signal.SIGINT)
+                drained_after_stop.wait(FAILSAFE_S)
+            with lock:
+                evaluated.extend(values.tolist())
+            return values
+
+        def observed_set(event):
+            set_event(event)
+            stop_set.set()
+
+        def observed_get(queue, *args, **kwargs):
+            # Only the client takes rows off the queue.
+            if stop_set.is_set():
+                drained_after_stop.set()
+            return get_rows(queue, *args, **kwargs)
+
+        argv = [*COMPARE, "--methods", ",".join(self.methods), "--seeds", "0",
+                "--backend", "dask", "--scheduler", self.address,
+                "--output", str(self.out)]  # fmt: skip
+        with (
+            mock.patch.object(Problem, "__call__", logged),
+            mock.patch.object(distributed.Event, "set", observed_set),
+            mock.patch.object(distributed.Queue, "get", observed_get),
+        ):
+            code, err = _cli(argv)
+            self.assertEqual(code, 130, err)
+            self.assertIn("interrupted: the rows evaluated so far are in", err)
+            config = json.loads((self.out / "config.json").read_text())
+            self.assertEqual(config["status"], "interrupted")
+            rows = read_results(self.out / "results.csv").rows
+            # Every evaluated row is in the CSV, the one held during the
+            # interrupt included, and the grid was cut.
+            self.assertEqual(Counter(r["value"] for r in rows), Counter(evaluated))
+            self.assertLess(len(rows), len(self.expected))
+            (row,) = [r for r in rows if r["value"] == held[0]]
+            self.assertEqual(row["n_evals"], 4)
+            # Its run stopped at its next proposal: no row after the held one.
+            mine = [
+                r
+                for r in rows
+                if (r["method"], r["seed"]) == (row["method"], row["seed"])
+            ]
+            self.assertEqual(sorted(r["n_evals"] for r in mine), [1, 2, 3, 4])
+            # --resume finishes the grid with the rows of an uncut grid,
+            # evaluating nothing twice.
+            code, err = _cli([*argv, "--resume"])
+        self.assertEqual(code, 0, err)
+        rows = read_results(self.out / "results.csv").rows
+        self.assertEqual(_without_times(rows), self.expected)
+        self.assertEqual(Counter(r["value"] for r in rows), Counter(evaluated))

@@ -244,6 +244,37 @@ class TestResume(BotorchTestCase):
             rows = run_bo(config, stored_rows=stored)
         self.assertEqual(rows[4]["x0"], 0.123)  # the stored point is the data
 
+    def test_should_stop_before_a_proposal_or_an_evaluation(self):
+        config = RunConfig("branin", "random", budget=9, n_init=3, q=2, seed=2)
+        uncut = run_bo(config)
+        random = methods.METHODS["random"]
+        # should_stop is asked before each proposal and each evaluation: the
+        # iteration-0 pair, then (proposal, evaluation) per batch. True on the
+        # k-th call stops there, with the rows of the uncut run so far.
+        for k, n_rows, proposals in ((1, 0, 0), (2, 0, 0), (3, 3, 0), (4, 3, 1),
+                                     (5, 5, 1), (6, 5, 2)):  # fmt: skip
+            calls = []
+
+            def stop(calls=calls, k=k):
+                calls.append(None)
+                return len(calls) >= k
+
+            with mock.patch.dict(
+                methods.METHODS, random=mock.Mock(wraps=random, spec=random)
+            ):
+                seen = []
+                rows = run_bo(config, on_row=seen.append, should_stop=stop)
+                self.assertEqual(methods.METHODS["random"].call_count, proposals, k)
+            self.assertEqual(_without_times(rows), _without_times(uncut[:n_rows]), k)
+            self.assertEqual(seen, rows)
+            self.assertEqual(len(calls), k)  # nothing asked after the stop
+        # A stopped run is continued by resuming from its rows.
+        never = run_bo(config, should_stop=lambda: False)
+        self.assertEqual(_without_times(never), _without_times(uncut))
+        cut = run_bo(config, should_stop=iter([False] * 5 + [True]).__next__)
+        resumed = run_bo(config, stored_rows=_through_csv(cut, 2))
+        self.assertEqual(_without_times(resumed), _without_times(uncut))
+
     def test_stateful_svgp_run_is_rebuilt_by_replay(self):
         # elbo-svgp carries its SVGP from step to step; resuming replays the
         # stored steps to rebuild it, so the rows after the cut are the uncut ones.

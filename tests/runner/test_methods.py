@@ -7,7 +7,7 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import EULBOOptions
-from botorch_ext.runner import methods
+from botorch_ext.runner import acquisition, fitting, methods, svgp
 from botorch_ext.runner.methods import (
     METHODS,
     MODEL_BASED,
@@ -32,8 +32,8 @@ class TestMethods(BotorchTestCase):
                 # Short SGLD and SVGP budgets keep bock-sgmcmc and the SVGP
                 # methods fast here (shapes and bounds are what is tested).
                 with (
-                    mock.patch.object(methods, "SGMCMC_BUDGET_STEPS", 20),
-                    mock.patch.object(methods, "EULBOOptions", SHORT_SVGP_FIT),
+                    mock.patch.object(fitting, "SGMCMC_BUDGET_STEPS", 20),
+                    mock.patch.object(svgp, "EULBOOptions", SHORT_SVGP_FIT),
                     mock.patch.object(methods, "JES_NUM_OPTIMA", 4),
                 ):
                     cand = get_method(name)(X, Y, bounds, q, 0, options)
@@ -69,7 +69,7 @@ class TestMethods(BotorchTestCase):
         }
         for name, (acqf_class, sequential) in expected.items():
             with (
-                mock.patch.object(methods, "optimize_acqf", fake_optimize_acqf),
+                mock.patch.object(acquisition, "optimize_acqf", fake_optimize_acqf),
                 mock.patch.object(methods, "JES_NUM_OPTIMA", 3),
             ):
                 get_method(name)(X, Y, bounds, 2, 0, MethodOptions())
@@ -81,14 +81,14 @@ class TestMethods(BotorchTestCase):
             self.assertIsInstance(acqf.model.outcome_transform, Standardize, name)
         # BoTorch's Getting-started beta (BoTorch stores sqrt(beta * pi / 2)).
         ucb = get_method("botorch-qucb")
-        with mock.patch.object(methods, "optimize_acqf", fake_optimize_acqf):
+        with mock.patch.object(acquisition, "optimize_acqf", fake_optimize_acqf):
             ucb(X, Y, bounds, 1, 0, MethodOptions())
         self.assertAlmostEqual(seen["acqf"].beta_prime, math.sqrt(0.1 * math.pi / 2))
-        with mock.patch.object(methods, "optimize_acqf", fake_optimize_acqf):
+        with mock.patch.object(acquisition, "optimize_acqf", fake_optimize_acqf):
             get_method("gibbon")(X, Y, bounds, 1, 0, MethodOptions())
         # 1000 uniform candidates, to which BoTorch's MES adds the 8 observed.
         self.assertEqual(seen["acqf"].candidate_set.shape, torch.Size([1008, 2]))
-        with mock.patch.object(methods, "optimize_acqf", fake_optimize_acqf):
+        with mock.patch.object(acquisition, "optimize_acqf", fake_optimize_acqf):
             with mock.patch.object(methods, "JES_NUM_OPTIMA", 3):
                 get_method("qjes")(X, Y, bounds, 1, 0, MethodOptions())
         self.assertEqual(seen["acqf"].optimal_inputs.shape[-2:], torch.Size([1, 2]))
@@ -206,7 +206,7 @@ class TestMethods(BotorchTestCase):
         torch.manual_seed(0)
         X = torch.rand(8, 2, dtype=torch.double)
         Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
-        with mock.patch.object(methods, "SGMCMC_BUDGET_STEPS", 40):
+        with mock.patch.object(fitting, "SGMCMC_BUDGET_STEPS", 40):
             model = fit_model(
                 X, Y, MethodOptions(), kernel="bock", fully_bayesian=True, seed=1
             )
@@ -239,7 +239,7 @@ class TestMethods(BotorchTestCase):
         Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
         bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
         options = MethodOptions(num_restarts=1, raw_samples=8, num_inducing_points=4)
-        short_fits = mock.patch.object(methods, "EULBOOptions", SHORT_SVGP_FIT)
+        short_fits = mock.patch.object(svgp, "EULBOOptions", SHORT_SVGP_FIT)
         short_fits.start()
         self.addCleanup(short_fits.stop)
         cand = run_a(X, Y, bounds, 1, 0, options)

@@ -3,9 +3,25 @@ import math
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.sgmcmc.mamba import MambaArm, mamba, mamba_arms, round_budgets
-from botorch_ext.sgmcmc.samplers import SamplerState, log_posterior_gradient, sgld
-from botorch_ext.sgmcmc.stein import kernel_stein_discrepancy
+from botorch_ext.sgmcmc import run_and_score_arm as exported
+from botorch_ext.sgmcmc.mamba import (
+    MambaArm,
+    mamba,
+    mamba_arms,
+    round_budgets,
+    run_and_score_arm,
+    stein_metric,
+)
+from botorch_ext.sgmcmc.samplers import (
+    SamplerState,
+    log_posterior_gradient,
+    sghmc,
+    sgld,
+)
+from botorch_ext.sgmcmc.stein import (
+    finite_set_stein_discrepancy,
+    kernel_stein_discrepancy,
+)
 
 
 def logistic_problem(n=500, d=3, seed=0):
@@ -289,3 +305,112 @@ class TestMamba(BotorchTestCase):
                 mamba(grad, t_map, 50, **kwargs)
         with self.assertRaisesRegex(ValueError, "theta0"):
             mamba(grad, torch.tensor([math.nan, 0.0]), 50, **base)
+
+
+class TestRunAndScoreArm(BotorchTestCase):
+    r"""The public "run and score one arm" step of MAMBA, against the samplers and
+    the discrepancies called directly."""
+
+    def setUp(self):
+        super().setUp()
+        self.grad, self.t_map = logistic_problem(n=200, d=2)
+
+    def _gen(self):
+        return torch.Generator().manual_seed(7)
+
+    def test_sgld_arm_is_the_sampler_run_scored_on_evenly_spaced_samples(self):
+        self.assertIs(exported, run_and_score_arm)
+        arm = MambaArm(step_size=1e-3, batch_size=500)  # capped at N = 200
+        scored = run_and_score_arm(self.grad, self.t_map, arm, 78, 200, thin=2,
+                                   max_metric_samples=10, budget_unit="steps",
+                                   generator=self._gen())  # fmt: skip
+        direct = sgld(self.grad, self.t_map, 1e-3, 200, 200, num_steps=78, thin=2,
+                      generator=self._gen())  # fmt: skip
+        self.assertEqual(scored.run.num_steps, 78)
+        self.assertAllClose(scored.run.samples, direct.samples, atol=0, rtol=0)
+        # 39 samples -> 10, first and last kept, evenly spaced: every 38/9th.
+        index = [0, 4, 8, 13, 17, 21, 25, 30, 34, 38]
+        self.assertAllClose(scored.samples, direct.samples[index], atol=0, rtol=0)
+        ksd = kernel_stein_discrepancy(
+            direct.samples[index], self.grad(direct.samples[index], None)
+        )
+        self.assertEqual(scored.metric, float(ksd))
+        # The metric's options reach the discrepancy.
+        scored = run_and_score_arm(self.grad, self.t_map, arm, 78, 200, thin=2,
+                                   max_metric_samples=10, budget_unit="steps",
+                                   metric_kwargs={"c": 0.1},
+                                   generator=self._gen())  # fmt: skip
+        ksd = kernel_stein_discrepancy(
+            scored.samples, self.grad(scored.samples, None), c=0.1
+        )
+        self.assertEqual(scored.metric, float(ksd))
+
+    def test_sghmc_arm_and_fssd(self):
+        arm = MambaArm(step_size=1e-4, batch_size=50, num_leapfrog_steps=3)
+        scored = run_and_score_arm(self.grad, self.t_map, arm, 30, 200,
+                                   sampler="sghmc", metric="fssd", friction=0.1,
+                                   thin=1, budget_unit="steps",
+                                   generator=self._gen())  # fmt: skip
+        direct = sghmc(self.grad, self.t_map, 1e-4, 50, 200, num_leapfrog_steps=3,
+                       friction=0.1, num_steps=30, generator=self._gen())  # fmt: skip
+        self.assertAllClose(scored.run.samples, direct.samples, atol=0, rtol=0)
+        fssd = finite_set_stein_discrepancy(
+            direct.samples,
+            self.grad(direct.samples, None),
+            generator=torch.Generator().manual_seed(0),
+        )
+        self.assertEqual(scored.metric, float(fssd))
+
+    def test_continues_a_chain_and_never_reruns_a_diverged_one(self):
+        arm = MambaArm(step_size=1e-3, batch_size=200)
+        state = SamplerState(theta=self.t_map.clone())
+        gen = self._gen()
+        for _ in range(2):
+            run_and_score_arm(self.grad, state, arm, 10, 200, thin=1,
+                              budget_unit="steps", generator=gen)  # fmt: skip
+        self.assertEqual(state.num_steps, 20)
+        # A Gaussian target and a step far above 2: the chain blows up.
+        gauss = lambda t, idx=None: -t  # noqa: E731
+        diverged = SamplerState(theta=torch.ones(2, dtype=torch.double))
+        scored = run_and_score_arm(gauss, diverged, MambaArm(1e3, 1), 400, 1,
+                                   thin=1, budget_unit="steps")  # fmt: skip
+        self.assertTrue(scored.run.state.diverged)
+        self.assertEqual(scored.metric, math.inf)
+        again = run_and_score_arm(gauss, diverged, MambaArm(1e3, 1), 400, 1,
+                                  thin=1, budget_unit="steps")  # fmt: skip
+        self.assertEqual(again.run.num_steps, 0)
+        self.assertEqual(again.run.samples.shape, torch.Size([0, 2]))
+        self.assertEqual(again.metric, math.inf)
+
+    def test_stein_metric_ranks_unusable_samples_last(self):
+        samples = torch.randn(5, 2, generator=self._gen(), dtype=torch.double)
+        score = lambda s: self.grad(s, None)  # noqa: E731
+        value, used = stein_metric(samples, score)
+        ksd = kernel_stein_discrepancy(samples, score(samples))
+        self.assertEqual(value, float(ksd))
+        self.assertIs(used, samples)  # no more than max_samples: all, as they are
+        self.assertEqual(stein_metric(samples[:1], score)[0], math.inf)
+        self.assertEqual(stein_metric(samples, score, diverged=True)[0], math.inf)
+        nan_score = lambda s: torch.full_like(s, math.nan)  # noqa: E731
+        self.assertEqual(stein_metric(samples, nan_score)[0], math.inf)
+
+    def test_bad_input(self):
+        arm, sghmc_arm = MambaArm(1e-3, 10), MambaArm(1e-3, 10, 5)
+        cases = [
+            ({"sampler": "nuts"}, "sampler"),
+            ({"metric": "mmd"}, "metric"),
+            ({"budget_unit": "epochs"}, "budget_unit"),
+            ({"budget": 0.0}, "budget"),
+            ({"num_data": 0}, "num_data"),
+            ({"max_metric_samples": 0}, "max_samples"),
+            ({"score_chunk_size": 0}, "score_chunk_size"),
+            ({"sampler": "sghmc"}, "num_leapfrog_steps"),
+            ({"arm": sghmc_arm}, "num_leapfrog_steps"),
+        ]
+        for change, msg in cases:
+            kwargs = {"arm": arm, "budget": 5, "num_data": 50, "budget_unit": "steps",
+                      **change}  # fmt: skip
+            with self.assertRaisesRegex(ValueError, msg):
+                run_and_score_arm(self.grad, self.t_map, **kwargs)
+        with self.assertRaisesRegex(ValueError, "metric"):
+            stein_metric(self.t_map.unsqueeze(0), lambda s: s, metric="mmd")

@@ -1,0 +1,65 @@
+r"""What every runner method shares: its settings (``MethodOptions``), its call
+signature (``Method``) and the rule that seeds each of its iterations.
+
+A method is one callable from ``(train_X, train_Y, bounds, q, seed, options)`` to
+a ``q x d`` tensor of candidates in ``bounds``; ``train_Y`` is in BoTorch's
+maximization sign and ``seed`` is the run's seed. Methods derive each iteration's
+seed from it and ``len(train_X)`` (``iteration_seed``), so a run is reproducible
+from its seed and a resumed run proposes what an uncut one would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class MethodOptions:
+    r"""Settings shared by the model-based methods.
+
+    Args:
+        outcome_transform: ``"standardize"``, ``"bilog"`` (BoTorch's ``Bilog``
+            chained with ``Standardize``) or ``"log"`` (BoTorch's ``Log`` of the
+            minimization-sign objective ``f``, chained with ``Standardize``; needs
+            ``f > 0``), applied to the training outcomes.
+        num_restarts: ``optimize_acqf`` restarts.
+        raw_samples: ``optimize_acqf`` raw samples for the initial conditions.
+        initial_conditions: How ``optimize_acqf``'s starting points are chosen:
+            ``"botorch"`` (its default heuristic on ``raw_samples`` Sobol points)
+            or ``"bock"``, the candidate scheme of [Oh2018bock]: the acquisition
+            is evaluated on ``raw_samples`` fresh Sobol points plus
+            ``raw_samples / 10`` sprays around the incumbent, and the best
+            ``num_restarts`` are refined by gradient ascent (L-BFGS-B here, Adam
+            in the paper). The paper used 20,000 points and 20 restarts.
+        num_inducing_points: Inducing points of the SVGP methods (``eulbo-*``,
+            ``elbo-svgp``, ``turbo-*``); 100 in [Maus2024eulbo].
+    """
+
+    outcome_transform: str = "standardize"
+    num_restarts: int = 10
+    raw_samples: int = 512
+    initial_conditions: str = "botorch"
+    num_inducing_points: int = 100
+
+
+Method = Callable[[Tensor, Tensor, Tensor, int, int, MethodOptions], Tensor]
+
+
+def iteration_seed(seed: int, train_X: Tensor) -> int:
+    r"""The seed of one iteration of a run, from the run's seed and the number of
+    points so far, so that a resumed run repeats the iterations of an uncut one.
+
+    Example:
+        >>> torch.manual_seed(iteration_seed(seed, train_X))
+
+    Args:
+        seed: The run's seed.
+        train_X: The ``n x d`` points evaluated so far.
+
+    Returns:
+        ``seed * 100003 + n``.
+    """
+    return seed * 100_003 + train_X.shape[0]

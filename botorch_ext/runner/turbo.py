@@ -1,0 +1,124 @@
+r"""TuRBO in the runner: the trust-region state the ``turbo*`` methods carry
+from one iteration to the next (``TrustRegion``), and ``TurboMethod``, TuRBO with
+an exact GP [Eriksson2019turbo]."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import torch
+from botorch.acquisition import qLogExpectedImprovement
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.optim import optimize_acqf
+from torch import Tensor
+
+from botorch_ext.optim import TurboState, ignore_optimize_acqf_retry_warnings
+from botorch_ext.runner.fitting import fit_model, gp_diagnostics
+from botorch_ext.runner.options import Method, iteration_seed
+
+
+def maximize_qlogei(model, train_Y, region, q, options) -> Tensor:
+    r"""``q`` maximizers of qLogEI (incumbent ``train_Y.max()``) in ``region``.
+
+    Example:
+        >>> X_next = maximize_qlogei(model, train_Y, region, 2, MethodOptions())
+
+    Args:
+        model: A fitted model.
+        train_Y: ``n x 1`` outcomes (maximization sign).
+        region: ``2 x d`` box to search (a trust region or the whole box).
+        q: Batch size.
+        options: Supplies ``num_restarts`` and ``raw_samples``.
+
+    Returns:
+        A ``q x d`` tensor.
+    """
+    acqf = qLogExpectedImprovement(model, best_f=train_Y.max())
+    candidates, _ = optimize_acqf(
+        acqf,
+        bounds=region,
+        q=q,
+        num_restarts=options.num_restarts,
+        raw_samples=options.raw_samples,
+    )
+    return candidates
+
+
+class TrustRegion:
+    r"""Run state of a TuRBO method: the ``TurboState`` and the rows seen.
+
+    The base class of the runs of ``TurboMethod`` and of the ``turbo-*`` SVGP
+    methods, which share its trust-region rules: the first call starts a
+    ``TurboState``, later calls update it with the rows added since, and a
+    collapsed region restarts at its initial length, keeping the best value.
+
+    Example:
+        >>> class _Run(TrustRegion):
+        ...     def __call__(self, train_X, train_Y, bounds, q, seed, options):
+        ...         region = self._trust_region(train_X, train_Y, bounds, q, ls)
+        ...         self.n_seen = train_Y.shape[0]
+        ...         return maximize_qlogei(model, train_Y, region, q, options)
+    """
+
+    def __init__(self) -> None:
+        self.state: TurboState | None = None
+        self.n_seen = 0
+
+    def _trust_region(self, train_X, train_Y, bounds, q, lengthscale) -> Tensor:
+        if self.state is None:
+            self.state = TurboState(dim=train_X.shape[-1], batch_size=q)
+            self.state.update(train_Y)
+        elif train_Y.shape[0] > self.n_seen:
+            self.state.update(train_Y[self.n_seen :])
+        if self.state.restart_triggered:
+            best = self.state.best_value
+            self.state = TurboState(dim=train_X.shape[-1], batch_size=q)
+            self.state.best_value = best
+        x_best = train_X[train_Y.squeeze(-1).argmax()]
+        # The box lives in the unit cube; map it into the problem's bounds.
+        unit = self.state.bounds(
+            (x_best - bounds[0]) / (bounds[1] - bounds[0]), lengthscale=lengthscale
+        ).to(bounds)
+        return bounds[0] + unit * (bounds[1] - bounds[0])
+
+
+class TurboMethod:
+    r"""TuRBO with an exact GP [Eriksson2019turbo]: BoTorch's default
+    ``SingleTaskGP`` (MAP) and ``qLogExpectedImprovement`` in a trust region.
+
+    The exact-GP baseline of [Maus2024eulbo]'s TuRBO experiments (used while
+    ``n`` allows an exact GP). Same trust-region rules as the ``turbo-*`` SVGP
+    methods; each run keeps its own ``TurboState`` (``new_run()``).
+    """
+
+    def new_run(self) -> Method:
+        return _TurboExactRun()
+
+    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        return self.new_run()(train_X, train_Y, bounds, q, seed, options)
+
+
+class _TurboExactRun(TrustRegion):
+    def __init__(self) -> None:
+        super().__init__()
+        self.diagnostics: dict = {}
+        self.timings: dict = {}
+
+    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        seed_i = iteration_seed(seed, train_X)
+        torch.manual_seed(seed_i)
+        tic = time.monotonic()
+        model = fit_model(train_X, train_Y, options)
+        self.timings = {"fit_seconds": time.monotonic() - tic}
+        region = self._trust_region(
+            train_X, train_Y, bounds, q, model.covar_module.lengthscale
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizationWarning)
+            ignore_optimize_acqf_retry_warnings()
+            candidates = maximize_qlogei(model, train_Y, region, q, options)
+        self.n_seen = train_Y.shape[0]
+        self.last_region = region
+        self.diagnostics = gp_diagnostics(model)
+        return candidates.detach()

@@ -1,0 +1,186 @@
+import math
+from unittest import mock
+
+import torch
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.utils.testing import BotorchTestCase
+
+from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.optim import optimize_eulbo
+from botorch_ext.optim.eulbo import _warm_start, eulbo
+from tests.models.helpers import FAST
+from tests.models.helpers import make_data as _data
+
+
+class TestOptimizeEULBO(BotorchTestCase):
+    def test_optimize_eulbo(self):
+        for dtype in (torch.float, torch.double):
+            X, Y = _data(dtype=dtype)
+            bounds = torch.tensor([[0.1, 0.2], [0.6, 0.9]], dtype=dtype)
+            for q in (1, 3):
+                model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+                model.fit_elbo()
+                before = {k: v.clone() for k, v in model.state_dict().items()}
+                cand, value = model.optimize_eulbo(bounds, q=q, seed=1)
+                self.assertEqual(cand.shape, torch.Size([q, 2]))
+                self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
+                info = model.last_optimization
+                # The returned state is never below the warm start's EULBO.
+                self.assertGreaterEqual(value.item(), info["warm_start_value"] - 1e-6)
+                if q == 1:
+                    # The value is the EULBO of the returned candidates under the
+                    # returned state (all n <= check_size points in the ELBO).
+                    with torch.no_grad():
+                        full = model.eulbo(cand).item()
+                    self.assertAlmostEqual(value.item(), full, delta=1e-5 * abs(full))
+                after = model.state_dict()
+                changed = [k for k in before if not torch.equal(before[k], after[k])]
+                self.assertTrue(any("variational" in k for k in changed), changed)
+                self.assertFalse(info["diverged"])
+
+    def test_optimize_eulbo_against_a_grid(self):
+        # d = 1: the joint ascent, started from a warm start displaced by 0.1,
+        # ends at the maximizer of EULBO(x, w) over x under the returned w (the
+        # ELBO part does not depend on x), found by a dense grid.
+        def displaced(model, bounds, q, *args, **kwargs):
+            x0 = _warm_start(model, bounds, q, *args, **kwargs)
+            return (x0 + 0.1).clamp(bounds[0], bounds[1])
+
+        options = EULBOOptions(
+            max_steps=100, check_every=10, num_restarts=2, raw_samples=32, lr_x=0.01
+        )
+        for dtype in (torch.float, torch.double):
+            tkw = {"dtype": dtype, "device": self.device}
+            gen = torch.Generator().manual_seed(0)
+            X = torch.rand(20, 1, generator=gen, dtype=torch.double)
+            Y = torch.sin(6 * X) - (X - 0.3) ** 2  # one maximum, near x = 0.26
+            model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=options)
+            bounds = torch.tensor([[0.0], [1.0]], **tkw)
+            with mock.patch("botorch_ext.optim.eulbo._warm_start", displaced):
+                cand, value = model.optimize_eulbo(bounds, q=1, seed=0)
+            start = model.last_optimization["warm_start_candidates"]
+            grid = torch.linspace(0, 1, 201, **tkw).unsqueeze(-1)  # step 0.005
+            with torch.no_grad():
+                grid_eulbo = torch.stack([model.eulbo(x.unsqueeze(0)) for x in grid])
+            best = grid_eulbo.argmax()
+            # The start is far from the grid maximizer, so the x-steps did the work.
+            self.assertGreater((start - grid[best]).abs().item(), 0.05)
+            near = (cand - grid[best]).abs().item() <= 0.005
+            tol = 1e-4 * abs(grid_eulbo[best].item())
+            self.assertTrue(
+                near or value.item() >= grid_eulbo[best].item() - tol,
+                f"x = {cand.item()}, grid argmax {grid[best].item()}; EULBO "
+                f"{value.item()} vs grid max {grid_eulbo[best].item()}",
+            )
+            self.assertLessEqual(value.item(), grid_eulbo[best].item() + tol)
+
+    def test_eulbo_scales_and_alternation(self):
+        X, Y = _data()
+        n = X.shape[0]
+        x = torch.tensor([[0.3, 0.4]], dtype=torch.double)
+        s = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="sum", options=FAST)
+        s.fit_elbo()  # initializes the variational parameters (randomly jittered)
+        mean = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="mean", options=FAST)
+        mean.load_state_dict(s.state_dict())
+        u = s.expected_log_utility(x.unsqueeze(0)).item()
+        self.assertAlmostEqual(
+            s.eulbo(x).item() - u, n * (mean.eulbo(x).item() - u), places=6
+        )
+        w = EULBOModel(X, Y, num_inducing_points=10, utility_weight=3.0, options=FAST)
+        w.load_state_dict(s.state_dict())
+        self.assertAlmostEqual(w.eulbo(x).item() - s.eulbo(x).item(), 2 * u, places=6)
+        # Both alternation schemes run and return candidates in the box.
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        for alternation in ("step", "epoch"):
+            model = EULBOModel(
+                X, Y, num_inducing_points=10, alternation=alternation, options=FAST
+            )
+            cand, value = model.optimize_eulbo(bounds, q=1)
+            self.assertTrue(((cand >= 0) & (cand <= 1)).all())
+            self.assertTrue(math.isfinite(value.item()))
+
+    def test_divergence_falls_back_to_warm_start(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        real = EULBOModel.expected_log_utility
+        calls = {"n": 0}
+
+        def poisoned(self, X, base_samples=None, utility="ei"):
+            # Finite for the warm start's evaluation, NaN once the joint
+            # optimization has started.
+            calls["n"] += 1
+            out = real(self, X, base_samples, utility)
+            return out if calls["n"] <= 1 else out * float("nan")
+
+        with mock.patch.object(EULBOModel, "expected_log_utility", poisoned):
+            with self.assertWarnsRegex(OptimizationWarning, "non-finite"):
+                cand, _ = model.optimize_eulbo(bounds, q=1)
+        info = model.last_optimization
+        self.assertTrue(info["diverged"])
+        self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
+        self.assertTrue(torch.isfinite(cand).all())
+        for p in model.parameters():
+            self.assertTrue(torch.isfinite(p).all())
+
+    def test_functions_and_methods_agree(self):
+        # EULBOModel.optimize_eulbo / eulbo are thin methods over the functions.
+        X, Y = _data()
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        a = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        b = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        b.load_state_dict(a.state_dict())
+        cand_a, value_a = a.optimize_eulbo(bounds, q=1, seed=3)
+        cand_b, value_b = optimize_eulbo(b, bounds, q=1, seed=3)
+        self.assertTrue(torch.equal(cand_a, cand_b))
+        self.assertTrue(torch.equal(value_a, value_b))
+        x = torch.tensor([[0.3, 0.4]], dtype=torch.double)
+        self.assertTrue(torch.equal(a.eulbo(x), eulbo(b, x)))
+
+    def test_kg_warm_start_acquisition_is_the_eulbo_term(self):
+        # The warm start optimizes exactly the model's soft-KG term.
+        from botorch_ext.optim.eulbo import _OneShotSoftKG
+
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        model.fit_elbo()
+        eps = torch.randn(4, 2, dtype=torch.double)
+        acqf = _OneShotSoftKG(model, eps)
+        pts = torch.rand(5, 6, 2, dtype=torch.double)
+        with torch.no_grad():
+            self.assertTrue(torch.equal(acqf(pts), model.soft_kg_log_utility(pts, eps)))
+        self.assertEqual(acqf.get_augmented_q_batch_size(2), 6)
+
+    def test_bad_input(self):
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        good = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        with self.assertRaisesRegex(ValueError, "bounds"):
+            model.optimize_eulbo(torch.zeros(3, 2).double())
+        with self.assertRaisesRegex(ValueError, "bounds"):
+            model.optimize_eulbo(good.flip(0))
+        with self.assertRaisesRegex(ValueError, "`q`"):
+            model.optimize_eulbo(good, q=0)
+        with self.assertRaisesRegex(ValueError, "unknown utility 'pi'"):
+            model.optimize_eulbo(good, utility="pi")
+
+
+class TestOptimizeEULBOKG(BotorchTestCase):
+    def test_optimize_eulbo_kg(self):
+        X, Y = _data()
+        options = EULBOOptions(
+            max_steps=40,
+            check_every=10,
+            num_restarts=2,
+            raw_samples=16,
+            num_fantasies=6,
+        )
+        bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
+        for q in (1, 2):
+            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            cand, value = model.optimize_eulbo(bounds, q=q, utility="kg", seed=2)
+            self.assertEqual(cand.shape, torch.Size([q, 2]))
+            self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
+            info = model.last_optimization
+            self.assertEqual(info["fantasy_points"].shape, torch.Size([6, 2]))
+            self.assertGreaterEqual(value.item(), info["warm_start_value"] - 1e-6)
