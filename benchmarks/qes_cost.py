@@ -45,6 +45,8 @@ from botorch_ext.runner.problems import get_problem
 QES_OPTIONS = {
     "": {},
     "f8j32": {"num_fantasies": 8, "num_inner_samples": 32},
+    "f32j128": {"num_fantasies": 32, "num_inner_samples": 128},
+    "f64j256": {"num_fantasies": 64, "num_inner_samples": 256},
     "f8": {"num_fantasies": 8},
     "j32": {"num_inner_samples": 32},
     "m32": {"num_representer_points": 32},

@@ -79,6 +79,7 @@ class TestQES(BotorchTestCase):
             model, representer_points=R, tau=1e-4, num_fantasies=512,
             num_inner_samples=4096,
         )  # fmt: skip
+        torch.manual_seed(0)  # the reference's fantasies (global generator)
         for X in (torch.tensor([[0.3]]), torch.tensor([[0.1], [0.8]])):
             X = X.to(device=self.device, dtype=torch.double)
             ours = acqf(X).item()
@@ -169,12 +170,16 @@ class TestQES(BotorchTestCase):
         self.assertIsNotNone(acqf._exact_gp_terms(like=R))
         X = torch.tensor([[0.3]], **tkw)
         ours = acqf(X).item()
+        # The reference's fantasies come from the global generator: seeded, so
+        # that the test does not depend on the tests that ran before it. 8 runs:
+        # their mean has a std of about 0.007 nats.
+        torch.manual_seed(0)
         reference = (
             sum(
                 _brute_force_es(models[1], X, R, 512, 4096, seed=s).item()
-                for s in range(4)
+                for s in range(8)
             )
-            / 4
+            / 8
         )
         self.assertGreater(reference, 0.2)
         self.assertAlmostEqual(ours, reference, delta=0.012 + 0.02 * reference)
