@@ -55,9 +55,9 @@ class qES(MCAcquisitionFunction):
 
     q-ES is the expected reduction in the entropy of ``p_max``, the distribution of
     the maximiser over ``m`` representer points ``R``, from observing the q-batch
-    ``X`` [Hennig2012entropy]:
+    ``X`` [Hennig2012entropy]_:
     ``ES(X) = H[p_max | D] - E_{y ~ p(y_X | D)} H[p_max | D, (X, y)]``.
-    Following Table 1 of [Wilson2017reparam], ``p_max`` is the Monte Carlo average
+    Following Table 1 of [Wilson2017reparam]_, ``p_max`` is the Monte Carlo average
     of ``softmax((mu_R + L_R z) / tau)``, which is differentiable and becomes the
     hard argmax frequency as ``tau -> 0``.
 
@@ -113,7 +113,7 @@ class qES(MCAcquisitionFunction):
             representer_points: A ``m x d``-dim tensor of points over which
                 ``p_max`` is defined (see ``draw_representer_points``).
             tau: Positive softmax temperature in the units of the objective;
-                ``0.01`` is the value [Wilson2017reparam] used on standardized
+                ``0.01`` is the value [Wilson2017reparam]_ used on standardized
                 outcomes (the input constructor rescales it by the training
                 outcomes' standard deviation).
             num_fantasies: Number of fantasy observations ``y`` at ``X``.
@@ -415,7 +415,7 @@ def draw_representer_points(
       where EI is the analytic expected improvement over the best posterior mean
       in the pool. The EI part concentrates representers where the maximiser
       plausibly is, as Entropy Search does with its EI-based measure
-      [Hennig2012entropy]; the uniform part keeps some coverage of the rest of
+      [Hennig2012entropy]_; the uniform part keeps some coverage of the rest of
       the space.
     - ``scheme="thompson"``: the maximisers over the pool of ``num_points``
       joint posterior draws, i.e. draws from (the pool's discretization of)

@@ -415,7 +415,7 @@ def construct_inputs_qLogSoftKG(
             paper's ``y+``).
         tau: The softplus temperature; the standard deviation of the training
             outcomes if None (temperature 1 on standardized outcomes, as in
-            [Maus2024eulbo]).
+            [Maus2024eulbo]_).
         num_fantasies: ``S``, the number of fantasies and free points.
         posterior_transform: The posterior transform (optional).
         seed: Seed of the base samples.

@@ -1,4 +1,4 @@
-r"""GPyTorch kernels: BOCK's cylindrical kernel [Oh2018bock]."""
+r"""GPyTorch kernels: BOCK's cylindrical kernel [Oh2018bock]_."""
 
 from botorch_ext.kernels.cylindrical import CylindricalKernel
 

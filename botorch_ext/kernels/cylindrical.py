@@ -153,13 +153,13 @@ def _warp_start(constraint: Interval) -> Tensor:
 class CylindricalKernel(Kernel):
     r"""BOCK's cylindrical kernel, mapping the unit cube into a ball about a center.
 
-    With ``rho = ||x - c|| / R`` and ``a = (x - c) / ||x - c||`` [Oh2018bock]:
+    With ``rho = ||x - c|| / R`` and ``a = (x - c) / ||x - c||`` [Oh2018bock]_:
 
         K(x1, x2) = K_r(w(rho1), w(rho2)) * K_a(a1, a2),
         K_a(a1, a2) = sum_{p=0}^{P} c_p (a1 . a2)^p,  c_p >= 0,  sum_p c_p = 1,
         w(rho) = 1 - (1 - rho^alpha)^beta  (Kumaraswamy CDF).
 
-    ``K_a`` is a continuous radial kernel on the sphere [Jayasumana2014] whose
+    ``K_a`` is a continuous radial kernel on the sphere [Jayasumana2014]_ whose
     weights are normalised (softmax of ``raw_angular_weights``), so
     ``K(x, x) = K_r(w, w)``: with a stationary ``K_r`` the prior variance is the
     same at every point. Wrap the kernel in a ``ScaleKernel`` for an amplitude.
@@ -250,7 +250,7 @@ class CylindricalKernel(Kernel):
     ``Normalize`` input transform, pass the search box as its ``bounds`` (bounds
     learned from the training data map test points outside it further out).
 
-    Fitting: [Oh2018bock] sample the hyperparameters with slice sampling; with
+    Fitting: [Oh2018bock]_ sample the hyperparameters with slice sampling; with
     ``fit_gpytorch_mll`` this kernel is fitted by MAP (maximum marginal
     likelihood plus the log priors).
 
@@ -282,7 +282,7 @@ class CylindricalKernel(Kernel):
         angular_weights_floor: float | Sequence[float] | None = None,
         **kwargs,
     ) -> None:
-        r"""Cylindrical kernel of [Oh2018bock].
+        r"""Cylindrical kernel of [Oh2018bock]_.
 
         Args:
             angular_degree: ``P``, the largest power of ``a1 . a2`` in ``K_a``

@@ -1,4 +1,4 @@
-r"""Models: the approximation-aware SVGP of [Maus2024eulbo] and its utilities."""
+r"""Models: the approximation-aware SVGP of [Maus2024eulbo]_ and its utilities."""
 
 from botorch_ext.models.eulbo import EULBOModel, EULBOOptions
 from botorch_ext.models.utilities import (

@@ -4,7 +4,7 @@ r"""Approximation-aware SVGP: the model of the EULBO and its state across BO ste
 respects, outcomes standardized once on the whole data set, a closed-form start
 for ``q(u)`` and a way to carry its state ``w`` (inducing points, ``q(u)``,
 hyperparameters) from one BO step to the next (``carry_over``), as Algorithm 1
-of [Maus2024eulbo] does. The rest of the EULBO lives beside it, as BoTorch keeps
+of [Maus2024eulbo]_ does. The rest of the EULBO lives beside it, as BoTorch keeps
 fitting and acquisition beside its models:
 
 * ``botorch_ext.optim.fit``: the ELBO fit (``EULBOModel.fit_elbo``);
@@ -81,7 +81,7 @@ from botorch_ext.validation import check_positive, check_positive_int
 
 @dataclass(frozen=True)
 class EULBOOptions:
-    r"""Optimizer settings of ``fit_elbo`` and ``optimize_eulbo`` ([Maus2024eulbo],
+    r"""Optimizer settings of ``fit_elbo`` and ``optimize_eulbo`` ([Maus2024eulbo]_,
     Table 1 step sizes, minibatch size, clipping and ``optimize_acqf`` budget).
 
     Two stopping rules are available:
@@ -196,7 +196,7 @@ class EULBOOptions:
 class EULBOModel(SingleTaskVariationalGP):
     r"""A sparse variational GP that can pick its next query jointly with its fit.
 
-    [Maus2024eulbo] replace the two-step "fit the SVGP by its ELBO, then maximize
+    [Maus2024eulbo]_ replace the two-step "fit the SVGP by its ELBO, then maximize
     an acquisition function under it" by one problem,
 
         max_{x, w}  L_ELBO(w) + E_{q_w(f)} log u(x, f),
@@ -220,7 +220,7 @@ class EULBOModel(SingleTaskVariationalGP):
     transformed scale (``y*`` is the best transformed training outcome, the
     softplus temperature 1 unit).
 
-    **State across BO steps.** Algorithm 1 of [Maus2024eulbo] starts each BO
+    **State across BO steps.** Algorithm 1 of [Maus2024eulbo]_ starts each BO
     step from the previous step's ``w`` (Appendix A: "for t > 0 we use w from
     the previous BO step as the initialization"). ``model.carry_over(X, Y)``
     (or ``previous_model=model``) builds the next step's model that way: the
@@ -234,7 +234,7 @@ class EULBOModel(SingleTaskVariationalGP):
     (``set_optimal_variational_distribution``), not at the prior: a ``q(u)``
     at the prior explains the data as noise and the fit then inflates the noise.
     Re-allocated inducing points come from BoTorch's
-    ``GreedyImprovementReduction`` [Moss2023ipa] given a previous model, and
+    ``GreedyImprovementReduction`` [Moss2023ipa]_ given a previous model, and
     from ``GreedyVarianceReduction`` otherwise (the paper's DPP-based choice at
     ``t = 0``); if the allocator returns fewer than ``num_inducing_points``
     points (nearly duplicate inputs), the rest are filled with Sobol points in
@@ -408,7 +408,7 @@ class EULBOModel(SingleTaskVariationalGP):
     def carry_over(self, train_X: Tensor, train_Y: Tensor) -> EULBOModel:
         r"""The model of the next BO step: new data, this model's ``w`` as start.
 
-        Algorithm 1 of [Maus2024eulbo] initializes the SVGP parameters of BO step
+        Algorithm 1 of [Maus2024eulbo]_ initializes the SVGP parameters of BO step
         ``t + 1`` with those of step ``t``; this returns an unfitted
         ``EULBOModel`` on ``(train_X, train_Y)`` (normally this model's data
         plus the new observations) with the same settings and this model's
@@ -474,7 +474,7 @@ class EULBOModel(SingleTaskVariationalGP):
         r"""Set ``q(u)`` to its ELBO optimum at the current ``Z`` and hyperparameters.
 
         With a Gaussian likelihood the optimal ``q(u)`` of the (uncollapsed)
-        SVGP ELBO is available in closed form [Titsias2009]. In the whitened
+        SVGP ELBO is available in closed form [Titsias2009]_. In the whitened
         parameterization ``u = mu_Z + L v`` (``L L^T = K_ZZ`` with GPyTorch's
         jitter) the ELBO's data term is a Bayesian linear regression of
         ``y - mu_X`` on the features ``Phi = L^{-1} K_ZX`` with prior
@@ -594,7 +594,7 @@ class EULBOModel(SingleTaskVariationalGP):
         r"""One-shot KG conditional means ``E[f(x'_i) | D, (x_j, y_ij)]``.
 
         A differentiable rank-one update of the SVGP's predictive distribution
-        (eq. 4 of [Maus2024eulbo]) on the standardized scale; see
+        (eq. 4 of [Maus2024eulbo]_) on the standardized scale; see
         ``botorch_ext.models.utilities.fantasy_means``.
 
         Args:

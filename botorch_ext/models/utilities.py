@@ -1,7 +1,7 @@
 r"""Expected log-utilities of the EULBO: soft improvement by quadrature or samples,
 and the one-shot soft KG.
 
-The EULBO [Maus2024eulbo] adds ``E_{q(f)} log u(x, f)`` to the SVGP's ELBO. For the
+The EULBO [Maus2024eulbo]_ adds ``E_{q(f)} log u(x, f)`` to the SVGP's ELBO. For the
 soft improvement ``u = softplus((f(x) - y*) / tau)`` and ``q = 1`` the expectation
 is one-dimensional and computed by Gauss-Hermite quadrature; for ``q > 1`` the
 batch utility ``max_j u_j`` is averaged over fixed Monte Carlo samples. For the
@@ -196,7 +196,7 @@ def fantasy_means(model: EULBOModel, X: Tensor, base_samples: Tensor) -> Tensor:
     r"""One-shot KG conditional means ``E[f(x'_i) | D, (x_j, y_ij)]`` of an SVGP.
 
     The SVGP's predictive distribution ``q(f)`` is a Gaussian process with mean
-    ``mu`` and covariance ``Sigma`` (eq. 4 of [Maus2024eulbo]). A fantasy
+    ``mu`` and covariance ``Sigma`` (eq. 4 of [Maus2024eulbo]_). A fantasy
     observation ``y_ij = mu(x_j) + sqrt(Sigma(x_j, x_j) + s2) eps_ij`` (noise
     variance ``s2`` from the likelihood) conditions it by one rank-one Gaussian
     update (``one_shot_fantasy_means``),

@@ -1,11 +1,11 @@
 r"""Trust-region state and box for TuRBO-style Bayesian optimization.
 
-The rules are those of the TuRBO paper [Eriksson2019turbo] as written in BoTorch's
+The rules are those of the TuRBO paper [Eriksson2019turbo]_ as written in BoTorch's
 TuRBO tutorial: a box of side ``length`` (start 0.8, in the unit cube) centred at
 the incumbent, stretched per dimension by the model's lengthscales (geometric mean
 one), doubled after ``success_tolerance`` consecutive improving batches, halved
 after ``failure_tolerance = ceil(max(4 / q, d / q))`` consecutive failures, capped
-at 1.6 and restarted below ``0.5^7``. [Maus2024eulbo] use these settings with
+at 1.6 and restarted below ``0.5^7``. [Maus2024eulbo]_ use these settings with
 both exact GPs and the EULBO-fitted SVGP.
 
 References

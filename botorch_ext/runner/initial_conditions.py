@@ -1,5 +1,5 @@
 r"""Starting points for the acquisition optimizer: ``"botorch"`` (BoTorch's own
-heuristic) or ``"bock"``, the candidate scheme of [Oh2018bock]
+heuristic) or ``"bock"``, the candidate scheme of [Oh2018bock]_
 (``bock_initial_conditions``)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def bock_initial_conditions(
     seed: int,
     batch_size: int = 512,
 ) -> Tensor:
-    r"""Starting points for ``optimize_acqf`` by the candidate scheme of [Oh2018bock].
+    r"""Starting points for ``optimize_acqf`` by the candidate scheme of [Oh2018bock]_.
 
     Scores ``raw_samples`` fresh scrambled Sobol q-batches plus ``raw_samples / 10``
     q-batches of Gaussian sprays around the incumbent (the best observed point;

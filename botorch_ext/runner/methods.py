@@ -128,12 +128,12 @@ METHODS: dict[str, Method] = {
     "gpytorch-cylindrical": acquisition_method(
         qLogNoisyExpectedImprovement, kernel="gpytorch-cylindrical"
     ),
-    # BOCK with its hyperparameters averaged over SGLD draws [Coullon2023mamba],
+    # BOCK with its hyperparameters averaged over SGLD draws [Coullon2023mamba]_,
     # as the BOCK paper averaged over slice-sampling draws.
     "bock-sgmcmc": acquisition_method(
         qLogNoisyExpectedImprovement, kernel="bock", fully_bayesian=True
     ),
-    # Approximation-aware BO [Maus2024eulbo] and its ELBO-SVGP baseline.
+    # Approximation-aware BO [Maus2024eulbo]_ and its ELBO-SVGP baseline.
     "eulbo-ei": SVGPMethod("ei"),
     "eulbo-kg": SVGPMethod("kg"),
     "elbo-svgp": SVGPMethod(None),

@@ -29,13 +29,13 @@ class MethodOptions:
         raw_samples: ``optimize_acqf`` raw samples for the initial conditions.
         initial_conditions: How ``optimize_acqf``'s starting points are chosen:
             ``"botorch"`` (its default heuristic on ``raw_samples`` Sobol points)
-            or ``"bock"``, the candidate scheme of [Oh2018bock]: the acquisition
+            or ``"bock"``, the candidate scheme of [Oh2018bock]_: the acquisition
             is evaluated on ``raw_samples`` fresh Sobol points plus
             ``raw_samples / 10`` sprays around the incumbent, and the best
             ``num_restarts`` are refined by gradient ascent (L-BFGS-B here, Adam
             in the paper). The paper used 20,000 points and 20 restarts.
         num_inducing_points: Inducing points of the SVGP methods (``eulbo-*``,
-            ``elbo-svgp``, ``turbo-*``); 100 in [Maus2024eulbo].
+            ``elbo-svgp``, ``turbo-*``); 100 in [Maus2024eulbo]_.
     """
 
     outcome_transform: str = "standardize"

@@ -5,7 +5,7 @@ report); the runner negates values for BoTorch, which maximizes. A problem maps
 ``u`` in ``[0, 1]^d`` to its native domain and evaluates there.
 
 The high-dimensional problems follow Section 4.1 (and the supplement) of the
-BOCK paper [Oh2018bock], defined on ``x`` in ``[-1, 1]^d``:
+BOCK paper [Oh2018bock]_, defined on ``x`` in ``[-1, 1]^d``:
 
 - repeated Branin: ``z = 7.5 x + (2.5, 7.5)`` per coordinate pair, the mean of the
   ``floor(d / 2)`` Branin terms (an odd last coordinate is ignored), min 0.397887;
@@ -29,9 +29,9 @@ Both keep BoTorch's ``bounds`` (mapped affinely onto the unit cube), its
 defines as a maximization problem (``is_minimization_problem`` false, e.g.
 ``Cosine8``) is negated, so that every problem is minimized.
 
-The EULBO paper [Maus2024eulbo] also runs the 60-D rover trajectory problem of
-[Wang2018ebo] "with the same obstacle set up as in Maus et al. (2023)"
-[Maus2023robot]. That set-up is not the original one, and ``rover`` follows it:
+The EULBO paper [Maus2024eulbo]_ also runs the 60-D rover trajectory problem of
+[Wang2018ebo]_ "with the same obstacle set up as in Maus et al. (2023)"
+[Maus2023robot]_. That set-up is not the original one, and ``rover`` follows it:
 
 - rover: minimize ``-reward``; ``optimal_value`` is the lower bound ``-5 + 0.05
   |goal - start|_2 = -4.936360``, not attained (the straight path is blocked); the
@@ -50,7 +50,7 @@ The EULBO paper [Maus2024eulbo] also runs the 60-D rover trajectory problem of
   half-open squares ``[c - w/2, c + w/2)^2`` of side ``w = 0.08`` centred on the 6 x
   6 grid ``{0, 0.2, ..., 1}^2`` minus ``(0, 0)`` and ``(1, 1)`` (34 squares), plus
   everything outside ``[0, 1)^2``. The side 0.08 is that of the EULBO authors'
-  released code (github.com/nataliemaus/aabo); the ROBOT release of [Maus2023robot]
+  released code (github.com/nataliemaus/aabo); the ROBOT release of [Maus2023robot]_
   (github.com/nataliemaus/robot) has the same layout with side 0.1
   (``_ROVER_OBSTACLE_SIDE``). Wang et al.'s original instead takes 30 control points
   in ``[-0.1, 1.1]^2``, 113 random squares of side 0.05, smoothing splines and ``10

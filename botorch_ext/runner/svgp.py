@@ -1,4 +1,4 @@
-r"""The SVGP methods of [Maus2024eulbo] in the runner (``SVGPMethod``): EULBO or
+r"""The SVGP methods of [Maus2024eulbo]_ in the runner (``SVGPMethod``): EULBO or
 ELBO fitting of an ``EULBOModel`` carried from one iteration to the next,
 optionally in a TuRBO trust region."""
 
@@ -18,7 +18,7 @@ from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
 
 
 class SVGPMethod:
-    r"""The SVGP methods of [Maus2024eulbo]: EULBO or ELBO fitting, optionally in
+    r"""The SVGP methods of [Maus2024eulbo]_: EULBO or ELBO fitting, optionally in
     a TuRBO trust region.
 
     A registered object, not a plain function, because these methods carry state

@@ -1,6 +1,6 @@
 r"""TuRBO in the runner: the trust-region state the ``turbo*`` methods carry
 from one iteration to the next (``TrustRegion``), and ``TurboMethod``, TuRBO with
-an exact GP [Eriksson2019turbo]."""
+an exact GP [Eriksson2019turbo]_."""
 
 from __future__ import annotations
 
@@ -84,10 +84,10 @@ class TrustRegion:
 
 
 class TurboMethod:
-    r"""TuRBO with an exact GP [Eriksson2019turbo]: BoTorch's default
+    r"""TuRBO with an exact GP [Eriksson2019turbo]_: BoTorch's default
     ``SingleTaskGP`` (MAP) and ``qLogExpectedImprovement`` in a trust region.
 
-    The exact-GP baseline of [Maus2024eulbo]'s TuRBO experiments (used while
+    The exact-GP baseline of [Maus2024eulbo]_'s TuRBO experiments (used while
     ``n`` allows an exact GP). Same trust-region rules as the ``turbo-*`` SVGP
     methods; each run keeps its own ``TurboState`` (``new_run()``).
     """

@@ -1,5 +1,5 @@
 r"""Stochastic gradient MCMC: samplers, Stein discrepancies, the MAMBA tuner and
-fully Bayesian GP hyperparameters [Coullon2023mamba]."""
+fully Bayesian GP hyperparameters [Coullon2023mamba]_."""
 
 from botorch_ext.sgmcmc.fully_bayesian import (
     HyperparameterPosterior,

@@ -56,7 +56,7 @@ class SGMCMCFullyBayesianSingleTaskGP(SingleTaskGP):
     training data); ``posterior(X)`` evaluates all of them and returns a
     ``GaussianMixturePosterior`` whose ``MCMC_DIM`` BoTorch's acquisition
     functions average over, as for ``SaasFullyBayesianSingleTaskGP``. Any
-    kernel works, ``CylindricalKernel`` included (the BOCK paper [Oh2018bock]
+    kernel works, ``CylindricalKernel`` included (the BOCK paper [Oh2018bock]_
     averaged its acquisition over slice-sampled hyperparameters).
 
     Example:

@@ -50,7 +50,7 @@ def log_posterior_gradient(
     For independent data, ``log pi(theta) = log p(theta) + sum_i log f(y_i |
     theta)`` and ``log p(theta) + (N / n) sum_{i in S} log f(y_i | theta)`` over a
     minibatch ``S`` of size ``n`` is unbiased for it; its gradient is the
-    estimator of [Welling2011sgld].
+    estimator of [Welling2011sgld]_.
 
     Example:
         >>> grad = log_posterior_gradient(
@@ -85,7 +85,7 @@ def log_posterior_gradient(
 def control_variate_gradient(
     gradient: GradientEstimator, centre: Tensor
 ) -> GradientEstimator:
-    r"""The control-variate gradient estimator of SGLD-CV [Baker2019cv].
+    r"""The control-variate gradient estimator of SGLD-CV [Baker2019cv]_.
 
     ``g_cv(theta, S) = g(theta, S) - g(theta_hat, S) + grad log pi(theta_hat)``
     with ``theta_hat`` a fixed centre (usually the MAP) and the full-data gradient
@@ -252,12 +252,12 @@ def sgld(
     thin: int = 1,
     generator: torch.Generator | None = None,
 ) -> SamplerResult:
-    r"""Stochastic gradient Langevin dynamics [Welling2011sgld].
+    r"""Stochastic gradient Langevin dynamics [Welling2011sgld]_.
 
     ``theta <- theta + h g(theta) + sqrt(2 h) xi`` with ``g`` the minibatch
     estimate of ``grad log pi`` and ``xi ~ N(0, I)``: the Euler-Maruyama
     discretization of the Langevin diffusion with step ``h``, in the notation of
-    [Coullon2023mamba] eq. (1). With ``batch_size >= num_data`` it is the
+    [Coullon2023mamba]_ eq. (1). With ``batch_size >= num_data`` it is the
     unadjusted Langevin algorithm. Give a ``control_variate_gradient`` for
     SGLD-CV.
 
@@ -309,10 +309,10 @@ def sghmc(
     thin: int = 1,
     generator: torch.Generator | None = None,
 ) -> SamplerResult:
-    r"""Stochastic gradient Hamiltonian Monte Carlo with friction [Chen2014sghmc].
+    r"""Stochastic gradient Hamiltonian Monte Carlo with friction [Chen2014sghmc]_.
 
     One iteration resamples the momentum ``v ~ N(0, h I)`` (Algorithm 2 of
-    [Chen2014sghmc]) and integrates ``L`` leapfrog steps of their eq. (15) (no
+    [Chen2014sghmc]_) and integrates ``L`` leapfrog steps of their eq. (15) (no
     noise-estimate correction): a half kick ``v <- v + (h / 2) g(theta)``, then
     ``theta <- theta + v`` and ``v <- v + h g(theta) - alpha v + sqrt(2 alpha h)
     xi`` with a fresh minibatch per gradient, ending on a half kick that the
@@ -321,7 +321,7 @@ def sghmc(
     ``alpha`` is the friction. The half kicks matter: with full kicks at the
     trajectory's ends the stationary variance is off by a factor that does not
     vanish as ``h -> 0`` (about 0.5 at ``L = 1``). Defaults: ``L = 10`` and
-    ``alpha = 0.01``; [Coullon2023mamba] tuned ``L`` over 5 and 10. Each
+    ``alpha = 0.01``; [Coullon2023mamba]_ tuned ``L`` over 5 and 10. Each
     iteration costs ``L`` gradients (the last one is reused by the next).
 
     Example:

@@ -7,8 +7,8 @@ normalizing constant). Two discrepancies are provided:
 
 - the kernel Stein discrepancy (KSD) [Liu2016ksd, Chwialkowski2016ksd] with the
   inverse multiquadric (IMQ) base kernel ``k(x, y) = (c^2 + ||x - y||^2)^beta``
-  recommended by [Gorham2017ksd], quadratic in the number of samples;
-- the finite set Stein discrepancy (FSSD) [Jitkrittum2017fssd], the Stein
+  recommended by [Gorham2017ksd]_, quadratic in the number of samples;
+- the finite set Stein discrepancy (FSSD) [Jitkrittum2017fssd]_, the Stein
   witness function evaluated at a few optimized test locations, linear in the
   number of samples.
 
@@ -56,7 +56,7 @@ def kernel_stein_discrepancy(
 ) -> Tensor:
     r"""Kernel Stein discrepancy of ``samples`` to the target with ``scores``.
 
-    ``KSD = sqrt((1 / n^2) sum_{i, j} k_pi(x_i, x_j))`` [Liu2016ksd], the
+    ``KSD = sqrt((1 / n^2) sum_{i, j} k_pi(x_i, x_j))`` [Liu2016ksd]_, the
     V-statistic of the Langevin Stein kernel
 
         ``k_pi(x, y) = s(x)^T s(y) k + s(x)^T grad_y k + grad_x k^T s(y)
@@ -66,9 +66,9 @@ def kernel_stein_discrepancy(
     ``r = x - y`` and ``u = c^2 + ||r||^2``: ``grad_x k = -grad_y k =
     2 beta u^(beta - 1) r`` and ``trace(grad_x grad_y k) = -2 beta d u^(beta - 1)
     - 4 beta (beta - 1) u^(beta - 2) ||r||^2``, so every term is a matrix product
-    of the ``n x d`` inputs and no ``n x n x d`` tensor is formed. [Gorham2017ksd]
+    of the ``n x d`` inputs and no ``n x n x d`` tensor is formed. [Gorham2017ksd]_
     prove that with ``c > 0`` and ``beta in (-1, 0)`` the KSD detects
-    non-convergence; MAMBA [Coullon2023mamba] uses it as the (negated) reward of
+    non-convergence; MAMBA [Coullon2023mamba]_ uses it as the (negated) reward of
     a hyperparameter arm. The cost is ``O(n^2 d)`` time and
     ``O(block_size^2 + n d)`` memory.
 
@@ -131,7 +131,7 @@ def fssd_test_locations(
 ) -> Tensor:
     r"""Test locations for the FSSD: a Gaussian draw refined by Adam.
 
-    Following [Jitkrittum2017fssd] and [Coullon2023mamba, Sec. 2.2.2], the
+    Following [Jitkrittum2017fssd]_ and [Coullon2023mamba, Sec. 2.2.2], the
     ``J = num_test_locations`` locations are drawn from ``N(m, S + eps I)``,
     with ``m`` and ``S`` the sample mean and covariance of ``samples`` and the
     ridge ``eps = 1e-6 (trace(S) / d + c^2)`` making the draw non-degenerate when
@@ -139,7 +139,7 @@ def fssd_test_locations(
     are distinct almost surely). The draw uses ``x_bar + X_c^T z / sqrt(n - 1)
     + sqrt(eps) z'`` with ``X_c`` the centered samples, which has exactly that
     covariance without factorizing ``S``. The locations are then moved by
-    ``num_steps`` Adam steps to maximize ``FSSD^2`` itself. [Jitkrittum2017fssd]
+    ``num_steps`` Adam steps to maximize ``FSSD^2`` itself. [Jitkrittum2017fssd]_
     maximize a test-power criterion (``FSSD^2`` over its null standard deviation)
     instead; for ranking arms by a non-negative discrepancy the statistic itself
     is the natural objective. The best locations seen, the initial ones
@@ -219,12 +219,12 @@ def finite_set_stein_discrepancy(
 ) -> Tensor:
     r"""Finite set Stein discrepancy of ``samples`` to the target with ``scores``.
 
-    ``FSSD^2 = (1 / (d J)) sum_{j=1}^J ||g(v_j)||^2`` [Jitkrittum2017fssd] with
+    ``FSSD^2 = (1 / (d J)) sum_{j=1}^J ||g(v_j)||^2`` [Jitkrittum2017fssd]_ with
     the empirical Stein witness ``g(v) = (1 / n) sum_i [s(x_i) k(x_i, v)
     + grad_{x_i} k(x_i, v)]``, a ``d``-vector per test location ``v_j``. The
     base kernel is the IMQ kernel ``k(x, v) = (c^2 + ||x - v||^2)^beta`` of
     ``kernel_stein_discrepancy``; it is real analytic, the property
-    [Jitkrittum2017fssd] require for ``FSSD^2 = 0`` to characterize the target
+    [Jitkrittum2017fssd]_ require for ``FSSD^2 = 0`` to characterize the target
     for almost every choice of locations. Squaring the plug-in witness gives a
     V-statistic, so the result is ``>= 0`` and usable as a MAMBA arm score
     [Coullon2023mamba, Sec. 2.2.2]. The cost is ``O(n J d)`` per evaluation, plus
