@@ -73,10 +73,14 @@ def main() -> None:
         tables = {k: v for k, v in tables.items() if len(v) > 0}
         if not tables:
             continue
-        seeds = sorted(set.intersection(*(set(t.index) for t in tables.values())))
+        # Methods with the most finished seeds share them (ranks among those);
+        # a method still running is shown on its own seeds, marked.
+        most = max(len(t) for t in tables.values())
+        full = {k: t for k, t in tables.items() if len(t) == most}
+        seeds = sorted(set.intersection(*(set(t.index) for t in full.values())))
         if not seeds:
             continue
-        regret = pd.DataFrame({k: t.loc[seeds, "regret"] for k, t in tables.items()})
+        regret = pd.DataFrame({k: t.loc[seeds, "regret"] for k, t in full.items()})
         ranks = regret.rank(axis=1).mean()
         print(f"\n{config}: {len(seeds)} shared seeds {seeds}, budget {args.budget}")
         print(
@@ -85,17 +89,20 @@ def main() -> None:
         )
         print("|---|---|---|---|---|")
         for k, t in tables.items():
-            best = t.loc[seeds, "best"]
+            own = seeds if k in full else sorted(t.index)
+            best = t.loc[own, "best"]
             se = best.std(ddof=1) / np.sqrt(len(best)) if len(best) > 1 else 0.0
-            within = int((t.loc[seeds, "regret"] <= args.within).sum())
+            within = int((t.loc[own, "regret"] <= args.within).sum())
+            rank = f"{ranks[k]:.2f}" if k in full else f"- (seeds {own})"
             print(
-                f"| `{k}` | {best.mean():.3f} ± {se:.3f} | {ranks[k]:.2f} | "
-                f"{within} / {len(seeds)} | {t.loc[seeds, 'acq'].mean():.2f} |"
+                f"| `{k}` | {best.mean():.3f} ± {se:.3f} | {rank} | "
+                f"{within} / {len(own)} | {t.loc[own, 'acq'].mean():.2f} |"
             )
         for pair in args.pairs.split(","):
             a, b = pair.split(":")
             if a in tables and b in tables:
-                diff = tables[a].loc[seeds, "best"] - tables[b].loc[seeds, "best"]
+                shared = sorted(set(tables[a].index) & set(tables[b].index))
+                diff = tables[a].loc[shared, "best"] - tables[b].loc[shared, "best"]
                 se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else 0.0
                 wins = int((diff < 0).sum())
                 print(
