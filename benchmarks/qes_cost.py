@@ -12,7 +12,7 @@ per-repeat ratios to GIBBON.
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/qes_cost.py --problem hartmann6 --q 1 \
-        --configs gibbon,qmes,qes,qes:f8j32 --repeats 5
+        --configs gibbon,qmes,qes,qes:t1664,qes:ei --repeats 5
 """
 
 from __future__ import annotations
@@ -40,17 +40,23 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from botorch_ext.acquisition import qES
 from botorch_ext.runner.problems import get_problem
 
-#: ``qes:NAME`` options (``construct_inputs_qES`` arguments; ``qes`` alone is the
-#: constructor's defaults, i.e. the runner's ``qes``).
+#: ``qes:NAME`` options (``construct_inputs_qES`` arguments, explicit so that an
+#: option does not change with the constructor's defaults; ``qes`` alone is the
+#: constructor's defaults, i.e. the runner's ``qes``: Thompson, 32 / 128).
+_THOMPSON = {"representer_scheme": "thompson", "num_around_best": 512}
 QES_OPTIONS = {
     "": {},
-    "f8j32": {"num_fantasies": 8, "num_inner_samples": 32},
-    "f32j128": {"num_fantasies": 32, "num_inner_samples": 128},
-    "f64j256": {"num_fantasies": 64, "num_inner_samples": 256},
-    "f8": {"num_fantasies": 8},
-    "j32": {"num_inner_samples": 32},
-    "m32": {"num_representer_points": 32},
-    "ei": {"representer_scheme": "ei", "num_around_best": 0},
+    "t1664": {**_THOMPSON, "num_fantasies": 16, "num_inner_samples": 64},
+    "ei": {
+        "representer_scheme": "ei",
+        "num_around_best": 0,
+        "num_fantasies": 16,
+        "num_inner_samples": 64,
+    },
+    "f8j32": {**_THOMPSON, "num_fantasies": 8, "num_inner_samples": 32},
+    "f32j128": {**_THOMPSON, "num_fantasies": 32, "num_inner_samples": 128},
+    "f64j256": {**_THOMPSON, "num_fantasies": 64, "num_inner_samples": 256},
+    "m32": {**_THOMPSON, "num_representer_points": 32},
 }
 
 

@@ -28,40 +28,22 @@ from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.methods import METHODS, acquisition_method
 from botorch_ext.runner.results import parse_row
 
-#: Each variant's ``construct_inputs_qES`` arguments (the runner's ``qes`` is
-#: ``base``).
+#: Each variant's ``construct_inputs_qES`` arguments, all explicit so that a
+#: variant does not change when the constructor's defaults do (``base`` was the
+#: constructor before issue 15; the constructor's defaults are now
+#: ``thompson-f32j128``).
+_OLD = {"num_fantasies": 16, "num_inner_samples": 64}
+_THOMPSON = {"representer_scheme": "thompson", "num_around_best": 512}
 VARIANTS: dict[str, dict] = {
-    "base": {},
-    "around": {"num_around_best": 512},
-    "thompson": {"representer_scheme": "thompson", "num_around_best": 512},
-    "thompson-nb": {"representer_scheme": "thompson"},
-    "thompson-128": {
-        "representer_scheme": "thompson",
-        "num_around_best": 512,
-        "num_representer_points": 128,
-    },
-    "thompson-tau0.1": {
-        "representer_scheme": "thompson",
-        "num_around_best": 512,
-        "tau_scale": 0.1,
-    },
-    "thompson-tau0.001": {
-        "representer_scheme": "thompson",
-        "num_around_best": 512,
-        "tau_scale": 0.001,
-    },
-    "thompson-f8j32": {
-        "representer_scheme": "thompson",
-        "num_around_best": 512,
-        "num_fantasies": 8,
-        "num_inner_samples": 32,
-    },
-    "thompson-f32j128": {
-        "representer_scheme": "thompson",
-        "num_around_best": 512,
-        "num_fantasies": 32,
-        "num_inner_samples": 128,
-    },
+    "base": {"representer_scheme": "ei", "num_around_best": 0, **_OLD},
+    "around": {"representer_scheme": "ei", "num_around_best": 512, **_OLD},
+    "thompson": {**_THOMPSON, **_OLD},
+    "thompson-nb": {"representer_scheme": "thompson", "num_around_best": 0, **_OLD},
+    "thompson-128": {**_THOMPSON, **_OLD, "num_representer_points": 128},
+    "thompson-tau0.1": {**_THOMPSON, **_OLD, "tau_scale": 0.1},
+    "thompson-tau0.001": {**_THOMPSON, **_OLD, "tau_scale": 0.001},
+    "thompson-f8j32": {**_THOMPSON, "num_fantasies": 8, "num_inner_samples": 32},
+    "thompson-f32j128": {**_THOMPSON, "num_fantasies": 32, "num_inner_samples": 128},
 }
 
 
@@ -78,22 +60,15 @@ def _method(kwargs: dict):
     if tau_scale is None:
         return acquisition_method(qES, **kwargs)
 
-    def late():
-        # tau relative to the training outcomes' std, as the constructor does
-        # with 0.01; read late since the std changes every iteration.
-        return {}
-
-    method = acquisition_method(qES, **kwargs)
-
     def scaled(train_X, train_Y, bounds, q, seed, options):
-        method_kwargs = dict(kwargs, tau=tau_scale * train_Y.std().item())
-        inner = acquisition_method(qES, **method_kwargs)
+        # tau relative to the training outcomes' std, as the constructor scales
+        # its 0.01; built per call since the std changes every iteration.
+        inner = acquisition_method(qES, **kwargs, tau=tau_scale * train_Y.std().item())
         out = inner(train_X, train_Y, bounds, q, seed, options)
         scaled.diagnostics, scaled.timings = inner.diagnostics, inner.timings
         return out
 
     scaled.diagnostics, scaled.timings, scaled.sequential = {}, {}, False
-    del late, method
     return scaled
 
 
