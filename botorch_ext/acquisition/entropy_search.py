@@ -94,12 +94,13 @@ class qES(MCAcquisitionFunction):
     the incumbent. At ``q = 3`` (a joint batch, where MES and GIBBON build theirs
     greedily) it is close to ``qMaxValueEntropy`` (Hartmann6 -2.97 against -3.07,
     paired +0.10 +- 0.08; Branin regret 0.045 against 0.018) at a quarter of its
-    time, and ahead of GIBBON (-2.83; Branin regret 0.73). For sequential BO prefer BoTorch's max-value entropy searches;
-    use ``qES`` for batches, or where the distribution of the maximiser's location
-    itself is wanted. Draw the representers with
-    ``draw_representer_points(..., scheme="thompson", num_around_best=512)`` (what
-    the input constructor does): the EI-weighted default spreads them over the
-    whole space and costs 0.16 in best value on Hartmann6.
+    time, and ahead of GIBBON (-2.83; Branin regret 0.73). For sequential BO
+    prefer BoTorch's max-value entropy searches; use ``qES`` for batches, or
+    where the distribution of the maximiser's location itself is wanted. Draw
+    the representers with ``draw_representer_points(..., scheme="thompson",
+    num_around_best=512)`` (what the input constructor does): the EI-weighted
+    default spreads them over the whole space and costs 0.16 in best value on
+    Hartmann6.
 
     Example:
         >>> model = SingleTaskGP(train_X, train_Y)
