@@ -20,9 +20,10 @@ next point by qLogEI (incumbent ``max Y``, the same ``optimize_acqf`` budget):
   ``q(u)`` at its closed-form optimum for them;
 * ``exact/elbo``: an exact GP with the SVGP's hyperparameters;
 * ``exact/map``: the exact GP fitted by MAP (BoTorch's default, as ``qlogei``);
-* ``svgp/elbo-lbfgs``: the run's SVGP after its ELBO (all data, priors included)
-  is maximized further by L-BFGS-B (at most 1,000 iterations), to tell a
-  property of the ELBO's optimum from a fit that stopped early.
+* ``svgp/elbo-lbfgs``: the run's SVGP after its ELBO is maximized further, to
+  convergence (``fit_elbo_collapsed``: L-BFGS on the collapsed bound over the
+  inducing points and hyperparameters, then the closed-form ``q(u)``), to tell
+  a property of the ELBO's optimum from a fit that stopped early.
 
 It records ``f`` at each proposal (minimization sign), the distance from the
 incumbent, and the posterior mean's Spearman correlation with ``f`` on 512
@@ -55,14 +56,12 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.optim import optimize_acqf
 from scipy.stats import spearmanr
 
+from botorch_ext.optim.fit import fit_elbo_collapsed
 from botorch_ext.runner.fitting import fit_model
 from botorch_ext.runner.loop import initial_design
 from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import get_problem
 from botorch_ext.runner.svgp import SVGPMethod
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eulbo_fit_check import full_elbo, lbfgs  # noqa: E402
 
 FIELDS = [
     "seed",
@@ -91,6 +90,16 @@ def _load_hypers(covar, likelihood, mean, h):
         covar.lengthscale = h["lengthscale"]
         likelihood.noise = h["noise"].clamp_min(1.01e-4)
         mean.constant.copy_(h["constant"])
+
+
+def _elbo(model):
+    r"""The per-datum ELBO at the model's own ``q(u)`` (all data, priors)."""
+    model.train()
+    n = model.train_X_full.shape[-2]
+    with torch.no_grad():
+        value = model._elbo(model.train_X_full, model.train_Y_std).item()
+    model.eval()
+    return value / n if model.elbo_scale == "sum" else value
 
 
 def _propose(model, Y, options, seed):
@@ -139,14 +148,14 @@ def probe_state(svgp, X, Y, problem, options, seed):
     svgp_map.eval()
 
     svgp_conv = copy.deepcopy(svgp)
-    lbfgs(svgp_conv, maxiter=1000)
+    fit_elbo_collapsed(svgp_conv)
     conv_h = _hypers(
         svgp_conv.model.covar_module, svgp_conv.likelihood, svgp_conv.model.mean_module
     )
     elbos = {
-        "svgp/elbo": full_elbo(svgp),
-        "svgp/map": full_elbo(svgp_map),
-        "svgp/elbo-lbfgs": full_elbo(svgp_conv),
+        "svgp/elbo": _elbo(svgp),
+        "svgp/map": _elbo(svgp_map),
+        "svgp/elbo-lbfgs": _elbo(svgp_conv),
     }
 
     rows = []

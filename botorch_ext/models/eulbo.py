@@ -74,7 +74,11 @@ from botorch_ext.optim.eulbo import (  # noqa: F401
 )
 from botorch_ext.optim.eulbo import eulbo as _eulbo
 from botorch_ext.optim.eulbo import optimize_eulbo as _optimize_eulbo
-from botorch_ext.optim.fit import CONVERGENCE_RULES, _StoppingRule  # noqa: F401
+from botorch_ext.optim.fit import (  # noqa: F401
+    CONVERGENCE_RULES,
+    ELBO_OPTIMIZERS,
+    _StoppingRule,
+)
 from botorch_ext.optim.fit import fit_elbo as _fit_elbo
 from botorch_ext.validation import check_positive, check_positive_int
 
@@ -122,7 +126,17 @@ class EULBOOptions:
         batch_size: Minibatch size of the ELBO term; the data are reshuffled
             every epoch.
         grad_clip: Gradient-norm clipping threshold (per block).
-        convergence: ``"steps"`` or ``"epochs"``, see above.
+        convergence: ``"steps"`` or ``"epochs"``, see above (Adam only).
+        elbo_optimizer: ``"adam"`` (minibatch Adam with the ``convergence``
+            rule, the paper's optimizer) or ``"lbfgs"``
+            (``botorch_ext.optim.fit.fit_elbo_collapsed``: full-batch L-BFGS
+            on the ELBO with ``q(u)`` at its closed-form optimum, i.e. the
+            collapsed bound of [Titsias2009]_, over the inducing points and
+            hyperparameters; ``O(n m^2)`` per iteration). Both maximize the
+            same ELBO; ``"lbfgs"`` converges where Adam's stopping rules stop
+            early. Applies to ``fit_elbo`` and to the ELBO fit that starts
+            ``optimize_eulbo``; the joint EULBO phase is Adam in either case.
+        lbfgs_max_iter: Iteration budget of ``"lbfgs"``.
         max_steps: Step budget of one fit (``"steps"``).
         check_every: Minibatch steps per round (``"steps"``).
         check_size: Size of the fixed check set (``"steps"``).
@@ -144,6 +158,8 @@ class EULBOOptions:
     batch_size: int = 32
     grad_clip: float = 2.0
     convergence: str = "steps"
+    elbo_optimizer: str = "adam"
+    lbfgs_max_iter: int = 500
     max_steps: int = 1000
     check_every: int = 25
     check_size: int = 1024
@@ -174,6 +190,11 @@ class EULBOOptions:
                 f"`convergence` must be one of {CONVERGENCE_RULES}, got "
                 f"{self.convergence!r}."
             )
+        if self.elbo_optimizer not in ELBO_OPTIMIZERS:
+            raise ValueError(
+                f"`elbo_optimizer` must be one of {ELBO_OPTIMIZERS}, got "
+                f"{self.elbo_optimizer!r}."
+            )
         for name in ("lr_w", "lr_x", "grad_clip"):
             check_positive(name, getattr(self, name))
         check_positive("tol", self.tol, allow_zero=True)
@@ -183,6 +204,7 @@ class EULBOOptions:
             "check_every",
             "check_size",
             "max_epochs",
+            "lbfgs_max_iter",
             "patience",
             "num_restarts",
             "raw_samples",

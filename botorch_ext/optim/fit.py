@@ -12,7 +12,15 @@ norm clipped) -> every round (``check_every`` steps, or one epoch) the
 objective on a fixed check set (or the epoch's mean) -> ``_StoppingRule`` ->
 ``model.last_fit``.
 
+``fit_elbo_collapsed`` is the alternative optimizer (``EULBOOptions(
+elbo_optimizer="lbfgs")``): full-batch L-BFGS on ``collapsed_elbo``, the ELBO with
+``q(u)`` at its closed-form optimum.
+
 References
+
+.. [Titsias2009]
+    M. Titsias. Variational Learning of Inducing Variables in Sparse Gaussian
+    Processes. AISTATS 2009.
 
 .. [Maus2024eulbo]
     N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
@@ -33,6 +41,8 @@ if TYPE_CHECKING:  # the model imports this module, not the other way round
 
 #: Stopping rules of ``EULBOOptions.convergence``.
 CONVERGENCE_RULES = ("steps", "epochs")
+#: Optimizers of ``EULBOOptions.elbo_optimizer``.
+ELBO_OPTIMIZERS = ("adam", "lbfgs")
 
 
 class _StoppingRule:
@@ -114,8 +124,10 @@ def _w_step(
 def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     r"""Fit an ``EULBOModel`` by its ELBO: minibatch Adam, clipping, a stopping rule.
 
-    Adam with step size ``options.lr_w``, minibatches of ``options.batch_size``
-    reshuffled every epoch, gradient norm clipped at ``options.grad_clip``,
+    With ``options.elbo_optimizer == "lbfgs"`` this is ``fit_elbo_collapsed``
+    instead (the same ELBO, maximized by L-BFGS). Otherwise: Adam with step
+    size ``options.lr_w``, minibatches of ``options.batch_size`` reshuffled
+    every epoch, gradient norm clipped at ``options.grad_clip``,
     from the model's current state (a carried-over ``w`` or the closed-form
     ``q(u)``); stops by ``options.convergence`` (see ``EULBOOptions``), where
     ``options`` is ``model.options``. ``model.last_fit`` records the number of
@@ -138,6 +150,8 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
         RuntimeError: If the ELBO becomes non-finite.
     """
     options = model.options
+    if options.elbo_optimizer == "lbfgs":
+        return fit_elbo_collapsed(model, max_iter=options.lbfgs_max_iter)
     model.train()
     params = _w_parameters(model)
     opt = torch.optim.Adam(params, lr=options.lr_w)
@@ -176,4 +190,118 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
                 break
     model.eval()
     model.last_fit = {"steps": steps, "elbo": value, "converged": converged}
+    return value
+
+
+def collapsed_elbo(model: EULBOModel) -> Tensor:
+    r"""The SVGP's ELBO at the optimal ``q(u)``, per datum, priors included.
+
+    With a Gaussian likelihood the ELBO maximized over ``q(u)`` has the closed
+    form of [Titsias2009]_ (the "collapsed" bound), a function of the inducing
+    points and hyperparameters only:
+
+        L* = log N(y | mu_X, Q + s2 I) - tr(K_XX - Q) / (2 s2),
+        Q = K_XZ K_ZZ^{-1} K_ZX,
+
+    computed with ``Phi = L^{-1} K_ZX`` (``L L^T = K_ZZ`` with the variational
+    strategy's jitter) and ``A = I + Phi Phi^T / s2`` by the matrix
+    determinant lemma and Woodbury's identity, in ``O(n m^2)``. It equals
+    ``model``'s (uncollapsed) full-data ELBO at the ``q(u)`` that
+    ``EULBOModel.set_optimal_variational_distribution`` sets. As GPyTorch's
+    ``VariationalELBO`` does, the hyperparameters' log priors are added and
+    the total is divided by ``n``.
+
+    Example:
+        >>> value = collapsed_elbo(model)  # differentiable in Z and theta
+
+    Args:
+        model: An ``EULBOModel`` (its training data, inducing points, kernel,
+            mean and Gaussian likelihood are used; its ``q(u)`` is not).
+
+    Returns:
+        A scalar tensor, the per-datum bound.
+    """
+    from linear_operator.utils.cholesky import psd_safe_cholesky
+
+    gp = model.model
+    strategy = gp.variational_strategy
+    X, y = model.train_X_full, model.train_Y_std.squeeze(-1)
+    n = X.shape[-2]
+    Z = strategy.inducing_points
+    Kzz = gp.covar_module(Z).add_jitter(strategy.jitter_val).to_dense()
+    L = psd_safe_cholesky(Kzz)
+    phi = torch.linalg.solve_triangular(
+        L, gp.covar_module(Z, X).to_dense(), upper=False
+    )
+    s2 = model.likelihood.noise.reshape(-1)[0]
+    r = y - gp.mean_module(X)
+    eye = torch.eye(phi.shape[-2], dtype=phi.dtype, device=phi.device)
+    L_A = psd_safe_cholesky(eye + phi @ phi.mT / s2)
+    c = torch.linalg.solve_triangular(L_A, (phi @ r).unsqueeze(-1), upper=False)
+    quad = (r @ r) / s2 - (c.squeeze(-1) @ c.squeeze(-1)) / s2**2
+    logdet = n * torch.log(s2) + 2 * torch.log(torch.diagonal(L_A)).sum()
+    # GPyTorch adds the jitter to the predictive variance too.
+    k_diag = gp.covar_module(X, diag=True) + strategy.jitter_val
+    trace = (k_diag.sum() - (phi**2).sum()) / s2
+    total = -0.5 * (n * math.log(2 * math.pi) + logdet + quad + trace)
+    log_prior = sum(
+        prior.log_prob(closure(module)).sum()
+        for modules in (gp, model.likelihood)
+        for _, module, prior, closure, _ in modules.named_priors()
+    )
+    return (total + log_prior) / n
+
+
+def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
+    r"""Fit an ``EULBOModel`` by its ELBO to convergence: L-BFGS on the collapsed bound.
+
+    Maximizes ``collapsed_elbo`` (the ELBO with ``q(u)`` at its optimum) over
+    the inducing points and hyperparameters by full-batch L-BFGS with a strong
+    Wolfe line search, from the model's current state, then sets ``q(u)`` to
+    its closed-form optimum (``set_optimal_variational_distribution``). The
+    optimum is the ELBO's optimum over all of ``w``, the objective of
+    ``fit_elbo``, reached without minibatch noise and without ``q(u)``'s
+    ``O(m^2)`` parameters in the search. Each iteration costs ``O(n m^2)``.
+
+    Example:
+        >>> elbo_per_datum = fit_elbo_collapsed(model)
+
+    Args:
+        model: The model to fit, in place.
+        max_iter: L-BFGS iteration budget.
+
+    Returns:
+        The final per-datum ELBO (``collapsed_elbo``).
+    """
+    model.train()
+    variational = {
+        id(p)
+        for p in model.model.variational_strategy._variational_distribution.parameters()
+    }
+    params = [p for p in _w_parameters(model) if id(p) not in variational]
+    opt = torch.optim.LBFGS(
+        params,
+        lr=1.0,
+        max_iter=max_iter,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+        tolerance_grad=1e-6,
+        tolerance_change=1e-9,
+    )
+
+    def closure() -> Tensor:
+        opt.zero_grad()
+        loss = -collapsed_elbo(model)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    steps = opt.state[params[0]].get("n_iter", 0)
+    model.set_optimal_variational_distribution()
+    with torch.no_grad():
+        value = collapsed_elbo(model).item()
+    if not math.isfinite(value):
+        raise RuntimeError("The ELBO became non-finite during fit_elbo_collapsed.")
+    model.eval()
+    model.last_fit = {"steps": steps, "elbo": value, "converged": steps < max_iter}
     return value

@@ -40,14 +40,23 @@ class SVGPMethod:
             ELBO baseline (``fit_elbo``, then ``qLogExpectedImprovement`` under
             the SVGP).
         turbo: Restrict proposals to a TuRBO trust region.
+        eulbo_options: Further ``EULBOOptions`` fields (e.g.
+            ``{"elbo_optimizer": "lbfgs"}``); the runner's ``num_restarts``
+            and ``raw_samples`` are always passed.
     """
 
-    def __init__(self, utility: str | None, turbo: bool = False) -> None:
+    def __init__(
+        self,
+        utility: str | None,
+        turbo: bool = False,
+        eulbo_options: dict | None = None,
+    ) -> None:
         self.utility = utility
         self.turbo = turbo
+        self.eulbo_options = dict(eulbo_options or {})
 
     def new_run(self) -> Method:
-        return _SVGPRun(self.utility, self.turbo)
+        return _SVGPRun(self.utility, self.turbo, self.eulbo_options)
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
         # Without run state (a direct call), behave as the first iteration.
@@ -55,10 +64,13 @@ class SVGPMethod:
 
 
 class _SVGPRun(TrustRegion):
-    def __init__(self, utility: str | None, turbo: bool) -> None:
+    def __init__(
+        self, utility: str | None, turbo: bool, eulbo_options: dict | None = None
+    ) -> None:
         super().__init__()
         self.utility = utility
         self.turbo = turbo
+        self.eulbo_options = eulbo_options or {}
         self.previous: EULBOModel | None = None
         self.diagnostics: dict = {}
         self.timings: dict = {}
@@ -73,7 +85,9 @@ class _SVGPRun(TrustRegion):
                 train_Y,
                 num_inducing_points=options.num_inducing_points,
                 options=EULBOOptions(
-                    num_restarts=options.num_restarts, raw_samples=options.raw_samples
+                    num_restarts=options.num_restarts,
+                    raw_samples=options.raw_samples,
+                    **self.eulbo_options,
                 ),
             )
         else:

@@ -9,7 +9,11 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import fit_elbo
-from botorch_ext.optim.fit import _StoppingRule
+from botorch_ext.optim.fit import (
+    _StoppingRule,
+    collapsed_elbo,
+    fit_elbo_collapsed,
+)
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
 
@@ -98,3 +102,114 @@ class TestFitELBO(BotorchTestCase):
         self.assertFalse(b.training)
         for key, value in a.state_dict().items():
             self.assertTrue(torch.equal(value, b.state_dict()[key]), key)
+
+
+class TestCollapsedELBO(BotorchTestCase):
+    def _model(self, dtype, n=50, m=15):
+        X, Y = _data(n=n, d=3, dtype=dtype, seed=4)
+        model = EULBOModel(X, Y, num_inducing_points=m)
+        with torch.no_grad():
+            model.model.covar_module.lengthscale = torch.tensor([0.3, 0.5, 0.8])
+            model.likelihood.noise = torch.tensor([0.03])
+            model.model.mean_module.constant.fill_(0.2)
+        model.set_optimal_variational_distribution()
+        return model
+
+    def test_equals_the_uncollapsed_elbo_at_the_optimal_q(self):
+        for dtype in (torch.float, torch.double):
+            model = self._model(dtype)
+            n = model.train_X_full.shape[-2]
+            model.train()
+            with torch.no_grad():
+                full = model._elbo(model.train_X_full, model.train_Y_std) / n
+                value = collapsed_elbo(model)
+            tol = 1e-4 if dtype == torch.float else 1e-10
+            self.assertAllClose(value, full, atol=tol, rtol=0)
+            # Titsias's bound is the maximum over q(u): any other q(u) is lower.
+            with torch.no_grad():
+                dist = model.model.variational_strategy._variational_distribution
+                dist.variational_mean.add_(0.05)
+                model.model.variational_strategy._clear_cache()
+                moved = model._elbo(model.train_X_full, model.train_Y_std) / n
+            self.assertLess(moved.item(), value.item())
+
+    def test_against_the_dense_formula(self):
+        # log N(y | mu, Q + s2 I) - tr(K - Q) / (2 s2) by dense linear algebra,
+        # plus the priors (GPyTorch's VariationalELBO adds them per datum).
+        model = self._model(torch.double)
+        gp = model.model
+        X, y = model.train_X_full, model.train_Y_std.squeeze(-1)
+        n = X.shape[0]
+        Z = gp.variational_strategy.inducing_points
+        jitter = gp.variational_strategy.jitter_val
+        with torch.no_grad():
+            Kzz = gp.covar_module(Z).to_dense() + jitter * torch.eye(Z.shape[0])
+            Kxz = gp.covar_module(X, Z).to_dense()
+            Kxx = gp.covar_module(X).to_dense() + jitter * torch.eye(n)
+            Q = Kxz @ torch.linalg.solve(Kzz, Kxz.T)
+            s2 = model.likelihood.noise.item()
+            mvn = torch.distributions.MultivariateNormal(
+                gp.mean_module(X), Q + s2 * torch.eye(n)
+            )
+            total = mvn.log_prob(y) - torch.trace(Kxx - Q) / (2 * s2)
+            prior = sum(
+                p.log_prob(c(mod)).sum()
+                for mods in (gp, model.likelihood)
+                for _, mod, p, c, _ in mods.named_priors()
+            )
+            self.assertAllClose(collapsed_elbo(model), (total + prior) / n)
+
+    def test_fit_elbo_collapsed_converges_to_the_exact_gp_when_m_equals_n(self):
+        # With Z free and m = n the ELBO's optimum is the exact GP's MAP
+        # (the bound is tight at Z = X); the L-BFGS fit gets there.
+        X, Y = _data(n=30, d=2, seed=5)
+        # Noisy outcomes: on noise-free data the noise sits at its floor, where
+        # its value is not identified.
+        Y = Y + 0.1 * torch.randn(Y.shape, generator=torch.Generator().manual_seed(0))
+        gp = SingleTaskGP(X, Y, outcome_transform=Standardize(m=1))
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+        for dtype in (torch.float, torch.double):
+            options = EULBOOptions(elbo_optimizer="lbfgs")
+            model = EULBOModel(
+                X.to(dtype), Y.to(dtype), num_inducing_points=30, options=options
+            )
+            value = model.fit_elbo()
+            self.assertEqual(model.last_fit["elbo"], value)
+            self.assertFalse(model.training)
+            self.assertAllClose(
+                model.likelihood.noise.log(),
+                gp.likelihood.noise.log().to(dtype),
+                atol=0.3,
+                rtol=0,
+            )
+            self.assertAllClose(
+                model.model.covar_module.lengthscale.log(),
+                gp.covar_module.lengthscale.log().to(dtype),
+                atol=0.1,
+                rtol=0,
+            )
+            with torch.no_grad():
+                mean = model.posterior(X.to(dtype)).mean
+                exact = gp.posterior(X).mean.to(dtype)
+            self.assertAllClose(mean, exact, atol=1e-2 * Y.std().item(), rtol=0)
+
+    def test_lbfgs_beats_adam_and_is_an_optimum(self):
+        # Both optimizers maximize the same ELBO; L-BFGS ends at least as high
+        # as the Adam rule, at a point where the gradient in (Z, theta) vanishes.
+        X, Y = _data(n=60, d=2, seed=6)
+        adam = EULBOModel(X, Y, num_inducing_points=20)
+        lbfgs = EULBOModel(X, Y, num_inducing_points=20)
+        lbfgs.load_state_dict(adam.state_dict())
+        adam.fit_elbo()
+        value = fit_elbo_collapsed(lbfgs)
+        self.assertGreaterEqual(value, collapsed_elbo(adam).item() - 1e-6)
+        lbfgs.train()
+        params = [
+            lbfgs.model.variational_strategy.inducing_points,
+            lbfgs.model.covar_module.raw_lengthscale,
+            lbfgs.likelihood.noise_covar.raw_noise,
+        ]
+        grads = torch.autograd.grad(collapsed_elbo(lbfgs), params)
+        self.assertLess(max(g.abs().max().item() for g in grads), 1e-3)
+        with self.assertRaisesRegex(ValueError, "elbo_optimizer"):
+            EULBOOptions(elbo_optimizer="sgd").validate()
