@@ -139,6 +139,10 @@ METHODS: dict[str, Method] = {
     "elbo-svgp": SVGPMethod(None),
     "turbo-eulbo-ei": SVGPMethod("ei", turbo=True),
     "turbo-elbo-svgp": SVGPMethod(None, turbo=True),
+    # The same with the ELBO fitted to convergence by L-BFGS on the collapsed
+    # bound (`EULBOOptions(elbo_optimizer="lbfgs")`; issue 12's gap study).
+    "eulbo-ei-lbfgs": SVGPMethod("ei", eulbo_options={"elbo_optimizer": "lbfgs"}),
+    "elbo-svgp-lbfgs": SVGPMethod(None, eulbo_options={"elbo_optimizer": "lbfgs"}),
     # TuRBO with an exact GP, the baseline of the TuRBO comparisons.
     "turbo": TurboMethod(),
     # BoTorch's own acquisition functions on the same model and optimizer

@@ -7,6 +7,9 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import EULBOOptions
+
+#: A short SVGP fit for tests of shapes, bounds and state (not of fit quality).
+from botorch_ext.optim import fit as svgp_fit  # noqa: E402
 from botorch_ext.runner import acquisition, fitting, methods, svgp
 from botorch_ext.runner.methods import (
     METHODS,
@@ -16,7 +19,6 @@ from botorch_ext.runner.methods import (
     get_method,
 )
 
-#: A short SVGP fit for tests of shapes, bounds and state (not of fit quality).
 SHORT_SVGP_FIT = partial(EULBOOptions, max_steps=40, check_every=10)
 
 
@@ -227,7 +229,15 @@ class TestMethods(BotorchTestCase):
 
         self.assertEqual(
             SVGP_METHODS,
-            {"eulbo-ei", "eulbo-kg", "elbo-svgp", "turbo-eulbo-ei", "turbo-elbo-svgp"},
+            {
+                "eulbo-ei",
+                "eulbo-kg",
+                "elbo-svgp",
+                "turbo-eulbo-ei",
+                "turbo-elbo-svgp",
+                "eulbo-ei-lbfgs",
+                "elbo-svgp-lbfgs",
+            },
         )
         method = get_method("turbo-eulbo-ei")
         self.assertIsInstance(method, SVGPMethod)
@@ -294,6 +304,28 @@ class TestMethods(BotorchTestCase):
         self.assertLess(max(noises[1:]), 0.2, noises)
         self.assertLessEqual(near, 2)
         self.assertTrue(run.previous.carried_state)
+
+    def test_lbfgs_methods_fit_by_the_collapsed_bound(self):
+        torch.manual_seed(0)
+        X = torch.rand(12, 2, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        options = MethodOptions(num_restarts=1, raw_samples=8, num_inducing_points=6)
+        calls = []
+        real = svgp_fit.fit_elbo_collapsed
+
+        def spy(model, max_iter=500):
+            calls.append(max_iter)
+            return real(model, max_iter=max_iter)
+
+        with mock.patch.object(svgp_fit, "fit_elbo_collapsed", spy):
+            for name in ("elbo-svgp-lbfgs", "elbo-svgp"):
+                run = get_method(name).new_run()
+                run(X, Y, bounds, 1, 0, options)
+                expected = "lbfgs" if name.endswith("lbfgs") else "adam"
+                self.assertEqual(run.previous.options.elbo_optimizer, expected)
+                self.assertEqual(run.previous.options.num_restarts, 1)
+        self.assertEqual(calls, [500])  # only the lbfgs method used it
 
     def test_turbo_exact_gp(self):
         method = get_method("turbo")
