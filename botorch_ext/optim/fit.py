@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # the model imports this module, not the other way round
 #: Stopping rules of ``EULBOOptions.convergence``.
 CONVERGENCE_RULES = ("steps", "epochs")
 #: Optimizers of ``EULBOOptions.elbo_optimizer``.
-ELBO_OPTIMIZERS = ("adam", "lbfgs")
+ELBO_OPTIMIZERS = ("auto", "adam", "lbfgs")
 
 
 class _StoppingRule:
@@ -121,10 +121,29 @@ def _w_step(
     return -loss.item()
 
 
+def uses_lbfgs(model: EULBOModel) -> bool:
+    r"""Whether ``fit_elbo`` fits ``model`` by L-BFGS on the collapsed bound.
+
+    ``"lbfgs"``: always; ``"adam"``: never; ``"auto"``: while the model has at
+    most ``options.lbfgs_max_n`` training points, where an L-BFGS iteration
+    (``O(n m^2)``) is cheap and the fit converges; beyond, Adam keeps the cost
+    of a fit bounded in ``n``.
+
+    Example:
+        >>> uses_lbfgs(model)
+        True
+    """
+    choice = model.options.elbo_optimizer
+    if choice == "auto":
+        return model.train_X_full.shape[-2] <= model.options.lbfgs_max_n
+    return choice == "lbfgs"
+
+
 def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     r"""Fit an ``EULBOModel`` by its ELBO: minibatch Adam, clipping, a stopping rule.
 
-    With ``options.elbo_optimizer == "lbfgs"`` this is ``fit_elbo_collapsed``
+    Where ``uses_lbfgs(model)`` (``options.elbo_optimizer`` is ``"lbfgs"``, or
+    ``"auto"`` and ``n <= options.lbfgs_max_n``) this is ``fit_elbo_collapsed``
     instead (the same ELBO, maximized by L-BFGS). Otherwise: Adam with step
     size ``options.lr_w``, minibatches of ``options.batch_size`` reshuffled
     every epoch, gradient norm clipped at ``options.grad_clip``,
@@ -150,7 +169,7 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
         RuntimeError: If the ELBO becomes non-finite.
     """
     options = model.options
-    if options.elbo_optimizer == "lbfgs":
+    if uses_lbfgs(model):
         return fit_elbo_collapsed(model, max_iter=options.lbfgs_max_iter)
     model.train()
     params = _w_parameters(model)

@@ -8,7 +8,12 @@ from botorch_ext.models import EULBOOptions
 
 #: Short fits and a small warm start, for tests that only need the mechanics.
 FAST = EULBOOptions(
-    max_steps=60, check_every=10, num_restarts=2, raw_samples=32, num_mc_samples=16
+    max_steps=60,
+    check_every=10,
+    num_restarts=2,
+    raw_samples=32,
+    num_mc_samples=16,
+    elbo_optimizer="adam",
 )
 
 

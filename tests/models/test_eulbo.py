@@ -48,7 +48,9 @@ class TestEULBOModel(BotorchTestCase):
                 self.assertTrue(constraint.enforced, name)
         # Aggressive Adam steps push the noise of noise-free data toward its
         # floor; it stays above it and well below the outcome variance.
-        model.options = EULBOOptions(lr_w=0.1, max_epochs=60, patience=60)
+        model.options = EULBOOptions(
+            lr_w=0.1, max_epochs=60, patience=60, elbo_optimizer="adam"
+        )
         model.fit_elbo()
         noise = model.likelihood.noise.item()
         self.assertGreaterEqual(noise, 1e-4)

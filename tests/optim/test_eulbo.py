@@ -47,7 +47,12 @@ class TestOptimizeEULBO(BotorchTestCase):
             return (x0 + 0.1).clamp(bounds[0], bounds[1])
 
         options = EULBOOptions(
-            max_steps=100, check_every=10, num_restarts=2, raw_samples=32, lr_x=0.01
+            max_steps=100,
+            check_every=10,
+            num_restarts=2,
+            raw_samples=32,
+            lr_x=0.01,
+            elbo_optimizer="adam",
         )
         for dtype in (torch.float, torch.double):
             tkw = {"dtype": dtype, "device": self.device}

@@ -13,6 +13,7 @@ from botorch_ext.optim.fit import (
     _StoppingRule,
     collapsed_elbo,
     fit_elbo_collapsed,
+    uses_lbfgs,
 )
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
@@ -25,19 +26,22 @@ class TestFitELBO(BotorchTestCase):
         gen = torch.Generator().manual_seed(3)
         X = torch.rand(80, 2, generator=gen, dtype=torch.double)
         Y = torch.sin(3 * X[:, :1]) + torch.cos(2 * X[:, 1:]) + X[:, :1] * X[:, 1:]
-        model = EULBOModel(X, Y, num_inducing_points=40)
-        model.fit_elbo(seed=0)
-        self.assertLess(model.likelihood.noise.item(), 1e-2)
-        self.assertTrue(model.last_fit["converged"])
-        self.assertLessEqual(model.last_fit["steps"], model.options.max_steps)
         gp = SingleTaskGP(X, Y, outcome_transform=Standardize(m=1))
         fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
         with torch.no_grad():
-            rmse = (model.posterior(X).mean - Y).pow(2).mean().sqrt().item()
             rmse_gp = (gp.posterior(X).mean - Y).pow(2).mean().sqrt().item()
-        # Within 5% of the outcome's standard deviation (an unfitted q(u) at the
-        # prior with the Table-1 budget is at 35%), or of the exact GP's error.
-        self.assertLess(rmse, max(3 * rmse_gp, 0.05 * Y.std().item()))
+        for optimizer in ("adam", "lbfgs"):
+            options = EULBOOptions(elbo_optimizer=optimizer)
+            model = EULBOModel(X, Y, num_inducing_points=40, options=options)
+            model.fit_elbo(seed=0)
+            self.assertLess(model.likelihood.noise.item(), 1e-2)
+            self.assertTrue(model.last_fit["converged"])
+            self.assertLessEqual(model.last_fit["steps"], model.options.max_steps)
+            with torch.no_grad():
+                rmse = (model.posterior(X).mean - Y).pow(2).mean().sqrt().item()
+            # Within 5% of the outcome's standard deviation (an unfitted q(u) at
+            # the prior with the Table-1 budget is at 35%), or of the exact GP's.
+            self.assertLess(rmse, max(3 * rmse_gp, 0.05 * Y.std().item()))
 
     def test_stopping_rules_and_presets(self):
         rule = _StoppingRule(patience=2, tol=0.1)
@@ -54,7 +58,12 @@ class TestFitELBO(BotorchTestCase):
         X, Y = _data(n=70)
         for options, unit in (
             (EULBOOptions.table1(max_epochs=5), 3),  # epochs of ceil(70 / 32) steps
-            (EULBOOptions(max_steps=45, check_every=10, tol=1e9), 10),
+            (
+                EULBOOptions(
+                    max_steps=45, check_every=10, tol=1e9, elbo_optimizer="adam"
+                ),
+                10,
+            ),
         ):
             model = EULBOModel(X, Y, num_inducing_points=10, options=options)
             model.fit_elbo()
@@ -71,7 +80,13 @@ class TestFitELBO(BotorchTestCase):
     def test_cost_per_fit_is_bounded_in_n(self):
         # The "steps" rule touches at most max_steps minibatches and
         # max_steps / check_every check sets of check_size points, for any n.
-        options = EULBOOptions(max_steps=40, check_every=10, check_size=64, tol=0.0)
+        options = EULBOOptions(
+            max_steps=40,
+            check_every=10,
+            check_size=64,
+            tol=0.0,
+            elbo_optimizer="adam",
+        )
         touched = {}
         real = EULBOModel._elbo
         for n in (100, 1000):
@@ -213,3 +228,22 @@ class TestCollapsedELBO(BotorchTestCase):
         self.assertLess(max(g.abs().max().item() for g in grads), 1e-3)
         with self.assertRaisesRegex(ValueError, "elbo_optimizer"):
             EULBOOptions(elbo_optimizer="sgd").validate()
+
+    def test_auto_switches_at_lbfgs_max_n(self):
+        X, Y = _data(n=40)
+        for choice, max_n, expected in (
+            ("auto", 40, True),
+            ("auto", 39, False),
+            ("lbfgs", 1, True),
+            ("adam", 10_000, False),
+        ):
+            options = EULBOOptions(elbo_optimizer=choice, lbfgs_max_n=max_n)
+            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            self.assertEqual(uses_lbfgs(model), expected, (choice, max_n))
+            with mock.patch(
+                "botorch_ext.optim.fit.fit_elbo_collapsed", return_value=-1.0
+            ) as spy:
+                model.fit_elbo()
+            self.assertEqual(spy.called, expected)
+        self.assertEqual(EULBOOptions().elbo_optimizer, "auto")
+        self.assertEqual(EULBOOptions.table1().elbo_optimizer, "adam")

@@ -319,13 +319,18 @@ class TestMethods(BotorchTestCase):
             return real(model, max_iter=max_iter)
 
         with mock.patch.object(svgp_fit, "fit_elbo_collapsed", spy):
-            for name in ("elbo-svgp-lbfgs", "elbo-svgp"):
-                run = get_method(name).new_run()
-                run(X, Y, bounds, 1, 0, options)
-                expected = "lbfgs" if name.endswith("lbfgs") else "adam"
-                self.assertEqual(run.previous.options.elbo_optimizer, expected)
+            for name, choice, lbfgs_max_n in (
+                ("elbo-svgp-lbfgs", "lbfgs", 2000),
+                ("elbo-svgp", "auto", 2000),  # n = 12: L-BFGS too
+                ("elbo-svgp", "auto", 11),  # above lbfgs_max_n: Adam
+            ):
+                eulbo_options = partial(EULBOOptions, lbfgs_max_n=lbfgs_max_n)
+                with mock.patch.object(svgp, "EULBOOptions", eulbo_options):
+                    run = get_method(name).new_run()
+                    run(X, Y, bounds, 1, 0, options)
+                self.assertEqual(run.previous.options.elbo_optimizer, choice)
                 self.assertEqual(run.previous.options.num_restarts, 1)
-        self.assertEqual(calls, [500])  # only the lbfgs method used it
+        self.assertEqual(calls, [500, 500])  # not the Adam run
 
     def test_turbo_exact_gp(self):
         method = get_method("turbo")
