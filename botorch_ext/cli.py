@@ -71,6 +71,13 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-restarts", type=int, default=10)
     p.add_argument("--raw-samples", type=int, default=512)
     p.add_argument(
+        "--num-inducing-points",
+        type=int,
+        default=100,
+        help="inducing points m of the SVGP methods (eulbo-*, elbo-svgp*, "
+        "turbo-*); 100 in the EULBO paper",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -251,6 +258,7 @@ def _config(args: argparse.Namespace, method: str, seed: int) -> RunConfig:
             num_restarts=args.num_restarts,
             raw_samples=args.raw_samples,
             initial_conditions=args.initial_conditions,
+            num_inducing_points=args.num_inducing_points,
         ),
     )
     config.validate()

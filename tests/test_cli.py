@@ -62,6 +62,7 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(config["seed"], 4)
             self.assertEqual(config["options"]["outcome_transform"], "standardize")
             self.assertEqual(config["options"]["initial_conditions"], "botorch")
+            self.assertEqual(config["options"]["num_inducing_points"], 100)
 
     def test_run_a_botorch_test_function(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -158,6 +159,10 @@ class TestCLI(BotorchTestCase):
                 ],
                 "q must be >= 1": ["run", "--problem", "branin", "--method", "random",
                                    "--q", "0"],
+                "num-inducing-points must be >= 1, got -3": [
+                    "run", "--problem", "branin", "--method", "elbo-svgp",
+                    "--num-inducing-points", "-3"
+                ],
                 "not writable": ["run", "--problem", "branin", "--method", "random",
                                  "--output", str(blocker / "sub")],
                 "choose from standardize": [

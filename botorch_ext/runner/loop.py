@@ -71,6 +71,11 @@ class RunConfig:
             raise ValueError(f"q must be >= 1, got {self.q}")
         if self.n_init < 1:
             raise ValueError(f"n-init must be >= 1, got {self.n_init}")
+        if self.options.num_inducing_points < 1:
+            raise ValueError(
+                "num-inducing-points must be >= 1, got "
+                f"{self.options.num_inducing_points}"
+            )
         if self.budget < self.n_init:
             raise ValueError(
                 f"budget ({self.budget}) must be at least the initial design "

@@ -127,6 +127,13 @@ class TestLoop(BotorchTestCase):
                 n_init=2,
                 options=MethodOptions(initial_conditions="bock"),
             ),  # fmt: skip
+            "num-inducing-points must be >= 1, got 0": RunConfig(
+                "branin",
+                "elbo-svgp",
+                budget=5,
+                n_init=2,
+                options=MethodOptions(num_inducing_points=0),
+            ),  # fmt: skip
             "unknown BoTorch test function 'Nope'": RunConfig(
                 "botorch:Nope", "random", budget=5, n_init=2
             ),
