@@ -9,6 +9,7 @@
 # its own results.csv, flushed per evaluation.
 # Usage: bash benchmarks/eulbo_hartmann6_v2.sh [OUT_DIR]
 #   SEEDS="0 1 ..." METHODS="elbo-svgp eulbo-ei qlogei" QLOGEI_SKIP="0 1 2" BUDGET=200 LANES=2
+#   EXTRA="--num-inducing-points 200" (further runner arguments for every run)
 set -euo pipefail
 OUT=${1:-benchmarks/results/eulbo-v2/hartmann6}
 SEEDS=${SEEDS:-"0 1 2 3 4 5 6 7 8 9"}
@@ -18,7 +19,7 @@ BUDGET=${BUDGET:-200}
 BOTORCH_EXT=${BOTORCH_EXT:-botorch-ext}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 COMMON="--problem hartmann6 --budget $BUDGET --n-init 100 --init uniform --q 1 \
---outcome-transform standardize --num-restarts 10 --raw-samples 256"
+--outcome-transform standardize --num-restarts 10 --raw-samples 256 ${EXTRA:-}"
 for seed in $SEEDS; do
   for method in $METHODS; do
     if [[ $method == qlogei && " $QLOGEI_SKIP " == *" $seed "* ]]; then continue; fi
