@@ -386,11 +386,15 @@ class EULBOModel(SingleTaskVariationalGP):
         _enforce_floor(likelihood.noise_covar, "noise")
         likelihood = likelihood.to(train_X)
         m = min(num_inducing_points, train_X.shape[-2])
-        carried = (
-            carry_state
-            and isinstance(previous_model, EULBOModel)
-            and previous_model.num_inducing_points == m
+        m_previous = (
+            previous_model.num_inducing_points
+            if isinstance(previous_model, EULBOModel)
+            else None
         )
+        carried = carry_state and m_previous == m
+        # Fewer inducing points than asked for (n was smaller): keep them and
+        # add the newest inputs, which the previous model had not seen.
+        grown = carry_state and m_previous is not None and m_previous < m
         if isinstance(previous_model, EULBOModel):
             if previous_model.train_X_full.shape[-1] != model_X.shape[-1]:
                 raise ValueError(
@@ -401,9 +405,11 @@ class EULBOModel(SingleTaskVariationalGP):
             # Its hyperparameters start the allocation and the fit in any case.
             covar_module.load_state_dict(previous_model.model.covar_module.state_dict())
             likelihood.load_state_dict(previous_model.likelihood.state_dict())
-        if carried:
+        if carried or grown:
             Z = previous_model.model.variational_strategy.inducing_points.detach()
             Z = Z.clone().to(model_X)
+            if grown:
+                Z = torch.cat([Z, model_X[-(m - m_previous) :].detach().clone()])
         else:
             if inducing_point_allocator is None:
                 inducing_point_allocator = (
@@ -436,6 +442,7 @@ class EULBOModel(SingleTaskVariationalGP):
         self.train_X_full = model_X
         self.train_Y_std = Y_std
         self.num_inducing_points = m
+        self.requested_inducing_points = num_inducing_points
         self.elbo_scale = elbo_scale
         self.utility_weight = float(utility_weight)
         self.alternation = alternation
@@ -448,6 +455,10 @@ class EULBOModel(SingleTaskVariationalGP):
             self.model.load_state_dict(previous_model.model.state_dict())
             self._rescale_carried_state(previous_model)
         else:
+            if grown:
+                mean_state = previous_model.model.mean_module.state_dict()
+                self.model.mean_module.load_state_dict(mean_state)
+                self._rescale_carried_state(previous_model)
             self.set_optimal_variational_distribution()
 
     def carry_over(self, train_X: Tensor, train_Y: Tensor) -> EULBOModel:
@@ -478,7 +489,10 @@ class EULBOModel(SingleTaskVariationalGP):
         return EULBOModel(
             train_X,
             train_Y,
-            num_inducing_points=self.num_inducing_points,
+            # Models pickled before `requested_inducing_points` existed.
+            num_inducing_points=getattr(
+                self, "requested_inducing_points", self.num_inducing_points
+            ),
             previous_model=self,
             elbo_scale=self.elbo_scale,
             utility_weight=self.utility_weight,

@@ -134,6 +134,34 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 dist.chol_variational_covar.copy_(torch.eye(15, dtype=dtype))
                 self.assertLess(_full_elbo(model).item(), elbo.item() - 0.1)
 
+    def test_carry_over_grows_m_to_the_requested_number(self):
+        # m = 30 asked for, 10 points at first: m = n until n reaches 30, each
+        # step keeping the previous inducing points and adding the newest inputs.
+        for dtype in (torch.float, torch.double):
+            X, Y = _data(n=40, dtype=dtype)
+            model = EULBOModel(X[:10], Y[:10], num_inducing_points=30, options=FAST)
+            self.assertEqual(model.num_inducing_points, 10)
+            model.fit_elbo()
+            Z_old = model.model.variational_strategy.inducing_points.detach()
+            nxt = model.carry_over(X[:16], Y[:16])
+            self.assertEqual(nxt.num_inducing_points, 16)
+            Z = nxt.model.variational_strategy.inducing_points
+            self.assertTrue(torch.equal(Z[:10], Z_old))
+            self.assertTrue(torch.equal(Z[10:], X[10:16]))
+            # The hyperparameters are carried, q(u) is at its closed form.
+            self.assertAllClose(
+                nxt.model.covar_module.lengthscale, model.model.covar_module.lengthscale
+            )
+            strategy = nxt.model.variational_strategy
+            mean = strategy._variational_distribution.variational_mean.clone()
+            nxt.set_optimal_variational_distribution()
+            self.assertAllClose(
+                strategy._variational_distribution.variational_mean, mean
+            )
+            last = nxt.carry_over(X, Y).carry_over(X, Y)
+            self.assertEqual(last.num_inducing_points, 30)
+            self.assertTrue(last.carried_state)  # m reached: carried as is
+
     def test_carry_over_keeps_the_posterior_on_the_original_scale(self):
         for dtype in (torch.float, torch.double):
             X, Y = _data(n=40, dtype=dtype)
