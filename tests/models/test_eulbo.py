@@ -311,7 +311,10 @@ class TestAxAskTell(BotorchTestCase):
         # The last attached trial is the last proposal, in Ax's own coordinates.
         last = torch.tensor(df[names].values[-1], dtype=torch.double)
         self.assertAllClose(last, cand[0])
-        self.assertTrue(model.carried_state)
+        # 6 then 7 points with m = 8 asked for: the second model grew m to 7,
+        # keeping the first model's 6 inducing points.
+        self.assertEqual(model.num_inducing_points, 7)
+        self.assertFalse(model.carried_state)
 
 
 class TestOldImportPath(BotorchTestCase):
