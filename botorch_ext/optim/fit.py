@@ -30,10 +30,12 @@ References
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import torch
+from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 
 if TYPE_CHECKING:  # the model imports this module, not the other way round
@@ -314,13 +316,36 @@ def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
         loss.backward()
         return loss
 
-    opt.step(closure)
+    start = [p.detach().clone() for p in params]
+    value, failed = math.nan, None
+    try:
+        opt.step(closure)
+        model.set_optimal_variational_distribution()
+        with torch.no_grad():
+            value = collapsed_elbo(model).item()
+    except NotPSDError as e:  # a trial point with a singular K_ZZ or A
+        failed = str(e)
     steps = opt.state[params[0]].get("n_iter", 0)
-    model.set_optimal_variational_distribution()
-    with torch.no_grad():
-        value = collapsed_elbo(model).item()
     if not math.isfinite(value):
-        raise RuntimeError("The ELBO became non-finite during fit_elbo_collapsed.")
+        # Keep the state the fit started from rather than a broken one.
+        with torch.no_grad():
+            for p, p0 in zip(params, start, strict=True):
+                p.copy_(p0)
+        model.set_optimal_variational_distribution()
+        with torch.no_grad():
+            value = collapsed_elbo(model).item()
+        if not math.isfinite(value):
+            raise RuntimeError(
+                "The ELBO is non-finite at the start of fit_elbo_collapsed."
+            )
+        warnings.warn(
+            "fit_elbo_collapsed: L-BFGS reached a non-finite ELBO or a singular "
+            f"K_ZZ ({failed or 'non-finite value'}); the starting state is kept.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        steps, failed = 0, failed or "non-finite"
     model.eval()
-    model.last_fit = {"steps": steps, "elbo": value, "converged": steps < max_iter}
+    converged = failed is None and steps < max_iter
+    model.last_fit = {"steps": steps, "elbo": value, "converged": converged}
     return value

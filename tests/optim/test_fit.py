@@ -1,3 +1,4 @@
+import math
 from unittest import mock
 
 import torch
@@ -228,6 +229,37 @@ class TestCollapsedELBO(BotorchTestCase):
         self.assertLess(max(g.abs().max().item() for g in grads), 1e-3)
         with self.assertRaisesRegex(ValueError, "elbo_optimizer"):
             EULBOOptions(elbo_optimizer="sgd").validate()
+
+    def test_a_failed_lbfgs_fit_keeps_the_starting_state(self):
+        # A singular K_ZZ met during the line search (NotPSDError) or a
+        # non-finite end value must not leave a broken model: the fit warns and
+        # keeps the state it started from, with q(u) at its closed form.
+        from linear_operator.utils.errors import NotPSDError
+
+        X, Y = _data(n=30)
+        for failure in ("raise", "nan"):
+            model = EULBOModel(X, Y, num_inducing_points=10)
+            before = {k: v.clone() for k, v in model.state_dict().items()}
+            calls = {"n": 0}
+
+            def flaky(m, failure=failure, calls=calls):
+                calls["n"] += 1
+                value = collapsed_elbo(m)
+                if calls["n"] == 3:
+                    if failure == "raise":
+                        raise NotPSDError("singular")
+                    return value * math.nan
+                return value
+
+            with mock.patch("botorch_ext.optim.fit.collapsed_elbo", flaky):
+                with self.assertWarnsRegex(RuntimeWarning, "starting state is kept"):
+                    value = fit_elbo_collapsed(model, max_iter=2)
+            self.assertTrue(math.isfinite(value))
+            self.assertFalse(model.last_fit["converged"])
+            for key in ("model.variational_strategy.inducing_points",
+                        "model.covar_module.raw_lengthscale",
+                        "likelihood.noise_covar.raw_noise"):  # fmt: skip
+                self.assertTrue(torch.equal(model.state_dict()[key], before[key]))
 
     def test_auto_switches_at_lbfgs_max_n(self):
         X, Y = _data(n=40)
