@@ -529,6 +529,32 @@ class EULBOModel(SingleTaskVariationalGP):
             self.likelihood.noise = noise
         self.model.variational_strategy._clear_cache()
 
+    def _whitened_regression(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        r"""The whitened linear regression behind the optimal ``q(u)``.
+
+        Returns ``(Phi, r, s2, L_A)``: the features ``Phi = L^{-1} K_ZX``
+        (``L L^T = K_ZZ`` with the strategy's jitter), the residual
+        ``r = y - mu_X`` of the standardized targets, the noise variance ``s2``
+        and the Cholesky factor of ``A = I + Phi Phi^T / s2``. Shared by
+        ``set_optimal_variational_distribution`` and ``collapsed_elbo`` so
+        that the closed-form ``q(u)`` and the collapsed bound cannot drift
+        apart; differentiable in ``Z`` and the hyperparameters.
+        """
+        gp = self.model
+        strategy = gp.variational_strategy
+        X, y = self.train_X_full, self.train_Y_std.squeeze(-1)
+        Z = strategy.inducing_points
+        Kzz = gp.covar_module(Z).add_jitter(strategy.jitter_val).to_dense()
+        L = psd_safe_cholesky(Kzz)
+        phi = torch.linalg.solve_triangular(
+            L, gp.covar_module(Z, X).to_dense(), upper=False
+        )
+        residual = y - gp.mean_module(X)
+        noise = self.likelihood.noise.reshape(-1)[0]
+        eye = torch.eye(phi.shape[-2], dtype=phi.dtype, device=phi.device)
+        L_A = psd_safe_cholesky(eye + phi @ phi.mT / noise)
+        return phi, residual, noise, L_A
+
     def set_optimal_variational_distribution(self) -> None:
         r"""Set ``q(u)`` to its ELBO optimum at the current ``Z`` and hyperparameters.
 
@@ -548,18 +574,8 @@ class EULBOModel(SingleTaskVariationalGP):
             >>> model.set_optimal_variational_distribution()
         """
         strategy = self.model.variational_strategy
-        X, y = self.train_X_full, self.train_Y_std.squeeze(-1)
         with torch.no_grad():
-            Z = strategy.inducing_points
-            Kzz = self.model.covar_module(Z).add_jitter(strategy.jitter_val)
-            L = psd_safe_cholesky(Kzz.to_dense())
-            Kzx = self.model.covar_module(Z, X).to_dense()
-            phi = torch.linalg.solve_triangular(L, Kzx, upper=False)
-            residual = y - self.model.mean_module(X)
-            noise = self.likelihood.noise.squeeze(-1)
-            eye = torch.eye(phi.shape[-2], dtype=phi.dtype, device=phi.device)
-            A = eye + phi @ phi.mT / noise
-            L_A = psd_safe_cholesky(A)
+            phi, residual, noise, L_A = self._whitened_regression()
             S = torch.cholesky_inverse(L_A)
             mean = S @ (phi @ residual) / noise
             chol_S = psd_safe_cholesky(S)

@@ -242,22 +242,11 @@ def collapsed_elbo(model: EULBOModel) -> Tensor:
     Returns:
         A scalar tensor, the per-datum bound.
     """
-    from linear_operator.utils.cholesky import psd_safe_cholesky
-
     gp = model.model
     strategy = gp.variational_strategy
-    X, y = model.train_X_full, model.train_Y_std.squeeze(-1)
+    X = model.train_X_full
     n = X.shape[-2]
-    Z = strategy.inducing_points
-    Kzz = gp.covar_module(Z).add_jitter(strategy.jitter_val).to_dense()
-    L = psd_safe_cholesky(Kzz)
-    phi = torch.linalg.solve_triangular(
-        L, gp.covar_module(Z, X).to_dense(), upper=False
-    )
-    s2 = model.likelihood.noise.reshape(-1)[0]
-    r = y - gp.mean_module(X)
-    eye = torch.eye(phi.shape[-2], dtype=phi.dtype, device=phi.device)
-    L_A = psd_safe_cholesky(eye + phi @ phi.mT / s2)
+    phi, r, s2, L_A = model._whitened_regression()
     c = torch.linalg.solve_triangular(L_A, (phi @ r).unsqueeze(-1), upper=False)
     quad = (r @ r) / s2 - (c.squeeze(-1) @ c.squeeze(-1)) / s2**2
     logdet = n * torch.log(s2) + 2 * torch.log(torch.diagonal(L_A)).sum()
