@@ -89,7 +89,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         default="botorch",
         help=f"one of: {', '.join(INITIAL_CONDITIONS)} (bock: the BOCK paper's "
         "candidate scheme, Sobol points plus sprays around the incumbent, best "
-        "--num-restarts refined)",
+        "--num-restarts refined; measured behind botorch's start with BOCK on "
+        "Rosenbrock-100, benchmarks/README.md 6.7)",
     )
 
 
