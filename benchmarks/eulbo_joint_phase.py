@@ -27,6 +27,11 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo_joint_phase.py --seeds 0,1,2 \
         --steps 30 [--output benchmarks/results/eulbo-v2/joint_phase.csv]
     python benchmarks/eulbo_joint_phase.py --summary [--output ...]
+    # section 7.8: the Adam and L-BFGS joint phases from the converged ELBO fit
+    OMP_NUM_THREADS=1 python benchmarks/eulbo_joint_phase.py --seeds 0,1 --steps 15 \
+        --utility ei \
+        --variants "default (steps rule),L-BFGS joint,L-BFGS joint, q(u) only" \
+        --output benchmarks/results/eulbo-v3/joint_phase.csv
 """
 
 from __future__ import annotations
@@ -34,9 +39,11 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import dataclasses
 import os
 import sys
 import tempfile
+import time
 import warnings
 
 import torch
@@ -62,6 +69,14 @@ VARIANTS = {
     "Table-1 rule": {"options": EULBOOptions.table1(num_restarts=10, raw_samples=256)},
     "mean (authors' code)": {"elbo_scale": "mean"},
     "sum, w=10": {"utility_weight": 10.0},
+    # Section 7.8: the joint phase solved by full-batch L-BFGS-B, all of w or q(u).
+    "L-BFGS joint": {"options_overrides": {"joint_optimizer": "lbfgs"}},
+    "L-BFGS joint, q(u) only": {
+        "options_overrides": {
+            "joint_optimizer": "lbfgs",
+            "joint_parameters": ("variational",),
+        }
+    },
 }
 
 
@@ -74,6 +89,12 @@ def main() -> None:
         "--output", default=os.path.join(HERE, "results/eulbo-v2/joint_phase.csv")
     )
     parser.add_argument("--summary", action="store_true")
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="comma-separated subset of: " + ", ".join(VARIANTS),
+    )
+    parser.add_argument("--utility", default="ei", choices=("ei", "kg"))
     parser.add_argument(
         "--quick", action="store_true", help="smoke mode: seed 0, one step, 30 points"
     )
@@ -103,18 +124,27 @@ def main() -> None:
             gp = SingleTaskGP(X, Y)
             fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
             exact = LogExpectedImprovement(gp, best_f=Y.max())
-            for name, attrs in VARIANTS.items():
+            for name in args.variants.split(","):
+                attrs = VARIANTS[name]
                 model = copy.deepcopy(base)
                 for key, value in attrs.items():
-                    setattr(model, key, value)
+                    if key == "options_overrides":
+                        model.options = dataclasses.replace(model.options, **value)
+                    else:
+                        setattr(model, key, value)
                 # Skip the ELBO fit (already converged in `base`): patch it out so
                 # the joint phase starts exactly from the ELBO-SVGP state.
                 model.fit_elbo = lambda seed=0: None
                 before = copy.deepcopy(model)
                 torch.manual_seed(seed * 100_003 + len(X))
+                tic = time.monotonic()
                 x_eulbo, _ = model.optimize_eulbo(
-                    problem.bounds, q=1, utility="ei", seed=seed * 100_003 + len(X)
+                    problem.bounds,
+                    q=1,
+                    utility=args.utility,
+                    seed=seed * 100_003 + len(X),
                 )
+                seconds = time.monotonic() - tic
                 info = model.last_optimization
                 x_warm = info["warm_start_candidates"]
                 vd0 = before.model.variational_strategy._variational_distribution
@@ -127,6 +157,8 @@ def main() -> None:
                         "step": step,
                         "n": len(X),
                         "variant": name,
+                        "utility": args.utility,
+                        "seconds": seconds,
                         "f_warm": problem(x_warm).item(),
                         "f_eulbo": problem(x_eulbo).item(),
                         "f_elbo_svgp": problem(cand).item(),
@@ -165,7 +197,7 @@ def summarize(path: str) -> None:
         rows = list(csv.DictReader(fh))
     groups = defaultdict(list)
     for row in rows:
-        groups[row["variant"]].append(row)
+        groups[(row.get("utility") or "ei", row["variant"])].append(row)
 
     def mean_se(values):
         se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0
@@ -173,9 +205,9 @@ def summarize(path: str) -> None:
 
     print(
         "| variant | steps | f_eulbo - f_warm | EULBO better / worse / same | "
-        "exact log EI change | moved (mean) | noise after / before |"
+        "exact log EI change | moved (mean) | noise after / before | s (median) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name, group in groups.items():
         df = [float(r["f_eulbo"]) - float(r["f_warm"]) for r in group]
         dl = [
@@ -185,10 +217,13 @@ def summarize(path: str) -> None:
         better = sum(d < -1e-9 for d in df)
         worse = sum(d > 1e-9 for d in df)
         moved = statistics.fmean(float(r["moved"]) for r in group)
+        secs = [float(r["seconds"]) for r in group if r.get("seconds")]
+        sec = f"{statistics.median(secs):.1f}" if secs else ""
         print(
-            f"| {name} | {len(group)} | {mean_se(df)} | {better} / {worse} / "
+            f"| {name[1]} ({name[0]}) | {len(group)} | {mean_se(df)} | "
+            f"{better} / {worse} / "
             f"{len(group) - better - worse} | {mean_se(dl)} | {moved:.3f} | "
-            f"{statistics.median(ratio):.2f} |"
+            f"{statistics.median(ratio):.2f} | {sec} |"
         )
 
 

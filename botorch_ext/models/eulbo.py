@@ -69,8 +69,11 @@ from botorch_ext.models.utilities import (  # noqa: F401  (re-exported)
 # re-exported: they lived here before the split.
 from botorch_ext.optim.eulbo import (  # noqa: F401
     ALTERNATIONS,
+    JOINT_OPTIMIZERS,
+    JOINT_PARAMETER_BLOCKS,
     UTILITIES,
     _OneShotSoftKG,
+    joint_parameter_blocks,
 )
 from botorch_ext.optim.eulbo import eulbo as _eulbo
 from botorch_ext.optim.eulbo import optimize_eulbo as _optimize_eulbo
@@ -167,6 +170,21 @@ class EULBOOptions:
             one-shot soft-KG. The paper does not state ``S``; 32 keeps the joint
             optimization over ``q + S`` points cheap.
         num_quadrature_points: Gauss-Hermite points of the ``q = 1`` utility.
+        joint_parameters: The blocks of ``w`` that the joint EULBO phase of
+            ``optimize_eulbo`` refines: ``"all"`` (the default, Algorithm 1:
+            variational parameters, inducing points and hyperparameters), or
+            one or several of ``"variational"``, ``"inducing_points"``,
+            ``"hyperparameters"`` (the refinement ablation of
+            [Maus2024eulbo]_, Figure 3, where refining ``q(u)`` alone did as
+            well as refining everything on one task and worse on another).
+            The blocks left out keep the values of the ELBO fit that starts
+            the step.
+        joint_optimizer: Optimizer of the joint EULBO phase: ``"adam"``
+            (Algorithm 1: alternating minibatch w- and x-steps with the
+            stopping rule above), ``"lbfgs"`` (full-batch L-BFGS-B on the
+            EULBO over the candidates and the selected blocks of ``w``,
+            ``lbfgs_max_iter`` iterations, ``O(n m^2)`` each), or ``"auto"``
+            (``"lbfgs"`` while ``n <= lbfgs_max_n``, else ``"adam"``).
     """
 
     lr_w: float = 0.01
@@ -188,6 +206,8 @@ class EULBOOptions:
     num_mc_samples: int = 64
     num_fantasies: int = 32
     num_quadrature_points: int = DEFAULT_NUM_QUADRATURE_POINTS
+    joint_parameters: str | tuple[str, ...] = "all"
+    joint_optimizer: str = "adam"
 
     @classmethod
     def table1(cls, **overrides) -> EULBOOptions:
@@ -236,6 +256,12 @@ class EULBOOptions:
             "num_quadrature_points",
         ):
             check_positive_int(name, getattr(self, name))
+        joint_parameter_blocks(self.joint_parameters)
+        if self.joint_optimizer not in JOINT_OPTIMIZERS:
+            raise ValueError(
+                f"`joint_optimizer` must be one of {JOINT_OPTIMIZERS}, got "
+                f"{self.joint_optimizer!r}."
+            )
 
 
 class EULBOModel(SingleTaskVariationalGP):

@@ -35,6 +35,7 @@ import torch
 from botorch.acquisition import qLogExpectedImprovement
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
+from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 
 from botorch_ext.acquisition.soft_kg import qLogSoftKG
@@ -44,7 +45,6 @@ from botorch_ext.optim.fit import (
     _minibatch_stream,
     _minibatches,
     _StoppingRule,
-    _w_parameters,
     _w_step,
 )
 from botorch_ext.optim.utils import ignore_optimize_acqf_retry_warnings
@@ -57,6 +57,81 @@ if TYPE_CHECKING:  # the model imports this module, not the other way round
 UTILITIES = ("ei", "kg")
 #: Alternation schemes of the w- and x-steps.
 ALTERNATIONS = ("step", "epoch")
+#: Optimizers of the joint EULBO phase (``EULBOOptions.joint_optimizer``).
+JOINT_OPTIMIZERS = ("auto", "adam", "lbfgs")
+#: Blocks of ``w`` that the joint EULBO phase can refine
+#: (``EULBOOptions.joint_parameters``; Figure 3 of [Maus2024eulbo]_).
+JOINT_PARAMETER_BLOCKS = ("variational", "inducing_points", "hyperparameters")
+
+
+def joint_parameter_blocks(joint_parameters: str | tuple[str, ...]) -> tuple[str, ...]:
+    r"""Resolve ``EULBOOptions.joint_parameters`` to a tuple of block names.
+
+    ``"all"`` is every block of ``JOINT_PARAMETER_BLOCKS``; a single block name
+    or a non-empty tuple (or list) of them is that subset.
+
+    Example:
+        >>> joint_parameter_blocks("all")
+        ('variational', 'inducing_points', 'hyperparameters')
+        >>> joint_parameter_blocks(("variational", "inducing_points"))
+        ('variational', 'inducing_points')
+
+    Args:
+        joint_parameters: ``"all"``, a block name, or a sequence of block names.
+
+    Returns:
+        The selected blocks, in ``JOINT_PARAMETER_BLOCKS`` order.
+
+    Raises:
+        ValueError: For an unknown or empty selection, naming the value.
+    """
+    if isinstance(joint_parameters, str):
+        names = (
+            JOINT_PARAMETER_BLOCKS if joint_parameters == "all" else (joint_parameters,)
+        )
+    else:
+        names = tuple(joint_parameters)
+    bad = [b for b in names if b not in JOINT_PARAMETER_BLOCKS]
+    if not names or bad:
+        raise ValueError(
+            "`joint_parameters` must be 'all' or a non-empty selection of "
+            f"{JOINT_PARAMETER_BLOCKS}, got {joint_parameters!r}."
+        )
+    return tuple(b for b in JOINT_PARAMETER_BLOCKS if b in names)
+
+
+def joint_parameters(model: EULBOModel) -> list[Tensor]:
+    r"""The parameters the joint EULBO phase updates (``model.options``).
+
+    ``"variational"`` is ``q(u)`` (mean and Cholesky factor),
+    ``"inducing_points"`` is ``Z``, ``"hyperparameters"`` is everything else
+    that is trained (constant mean, kernel, likelihood). Parameters outside the
+    selection keep the values of the ELBO fit that starts ``optimize_eulbo``,
+    as in the refinement ablation of [Maus2024eulbo]_ (Figure 3).
+
+    Example:
+        >>> params = joint_parameters(model)  # all of w by default
+
+    Args:
+        model: An ``EULBOModel``.
+
+    Returns:
+        The selected trainable parameters.
+    """
+    blocks = joint_parameter_blocks(model.options.joint_parameters)
+    selected = []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        if "_variational_distribution." in name:
+            block = "variational"
+        elif name.endswith("variational_strategy.inducing_points"):
+            block = "inducing_points"
+        else:
+            block = "hyperparameters"
+        if block in blocks:
+            selected.append(p)
+    return selected
 
 
 def eulbo(
@@ -108,7 +183,9 @@ def optimize_eulbo(
     for ``"ei"``; the one-shot soft-KG ``qLogSoftKG`` with the SVGP held fixed
     for ``"kg"``, over the candidates and the free points ``x'_i``). Then
     block-coordinate ascent on the EULBO: w-steps (Adam, ``lr_w``, minibatch
-    ELBO plus the expected log utility) alternating with x-steps (Adam,
+    ELBO plus the expected log utility, over the blocks of ``w`` that
+    ``options.joint_parameters`` selects: all of it by default, as in
+    Algorithm 1) alternating with x-steps (Adam,
     ``lr_x``, the expected log utility), both clipped at ``grad_clip``, ``x``
     projected onto ``bounds`` after every step, stopping by the same rule as
     ``fit_elbo`` applied to the EULBO (the ELBO part on the check set for
@@ -154,8 +231,11 @@ def optimize_eulbo(
     model.fit_elbo(seed=seed)
     # For "kg", x holds the q candidates followed by the S free points x'_i.
     x0 = _warm_start(model, bounds, q, seed, utility, base_samples)
+    n = model.train_X_full.shape[-2]
+    if _joint_optimizer(options, n) == "lbfgs":
+        return _optimize_eulbo_lbfgs(model, x0, bounds, q, utility, base_samples)
     x = x0.clone().requires_grad_(True)
-    w_params = _w_parameters(model)
+    w_params = joint_parameters(model)
     opt_w = torch.optim.Adam(w_params, lr=options.lr_w)
     opt_x = torch.optim.Adam([x], lr=options.lr_x)
     epochs = options.convergence == "epochs"
@@ -203,7 +283,6 @@ def optimize_eulbo(
         return model.utility_weight * util.sum()
 
     stream = _minibatch_stream(model, gen)
-    n = model.train_X_full.shape[-2]
     steps_per_round = (
         math.ceil(n / options.batch_size) if epochs else options.check_every
     )
@@ -266,6 +345,99 @@ def optimize_eulbo(
         "steps": steps,
         "moved": (candidates - x0).norm(dim=-1).max().item(),
         "diverged": diverged,
+        "optimizer": "adam",
+    }
+    return candidates[:q], torch.tensor(value, dtype=bounds.dtype, device=bounds.device)
+
+
+def _joint_optimizer(options, n: int) -> str:
+    if options.joint_optimizer == "auto":
+        return "lbfgs" if n <= options.lbfgs_max_n else "adam"
+    return options.joint_optimizer
+
+
+def _optimize_eulbo_lbfgs(
+    model: EULBOModel,
+    x0: Tensor,
+    bounds: Tensor,
+    q: int,
+    utility: str,
+    base_samples: Tensor | None,
+) -> tuple[Tensor, Tensor]:
+    r"""The joint phase by full-batch L-BFGS-B on the EULBO over ``(x, w)``.
+
+    The EULBO of ``eulbo`` (all data, fixed quadrature or base samples) is a
+    deterministic function of the candidates and ``w``, so it can be maximized
+    to a stationary point like the collapsed ELBO of ``fit_elbo_collapsed``.
+    The candidates are optimized on the unit cube of ``bounds`` (L-BFGS-B
+    bounds), ``w`` over the blocks of ``options.joint_parameters``
+    unconstrained (their constraints are GPyTorch transforms). L-BFGS-B only
+    accepts improving steps, so the result is never below the warm start; a
+    failure (a singular matrix at a trial point, a non-finite value) restores
+    the warm start and warns.
+    """
+    from botorch.optim.core import scipy_minimize  # noqa: PLC0415
+
+    options = model.options
+    lower, span = bounds[0], (bounds[1] - bounds[0]).clamp_min(1e-12)
+    unit = ((x0 - lower) / span).clamp(0.0, 1.0).clone().requires_grad_(True)
+    w_params = joint_parameters(model)
+    tensors = {"x": unit} | {f"w{i}": p for i, p in enumerate(w_params)}
+    start_state = copy.deepcopy(model.state_dict())
+    model.train()
+
+    def value_at(X: Tensor) -> Tensor:
+        return eulbo(model, X, base_samples, utility)
+
+    def closure() -> tuple[Tensor, list[Tensor | None]]:
+        for t in tensors.values():
+            t.grad = None
+        loss = -value_at(lower + span * unit)
+        loss.backward()
+        return loss.detach(), [t.grad for t in tensors.values()]
+
+    with torch.no_grad():
+        warm_value = value_at(x0).item()
+    warm_utility = _utility_value(model, x0, base_samples, utility)
+    failed, candidates = None, x0
+    try:
+        result = scipy_minimize(
+            closure,
+            tensors,
+            bounds={"x": (0.0, 1.0)},
+            options={"maxiter": options.lbfgs_max_iter},
+        )
+        steps = result.step
+        with torch.no_grad():
+            candidates = (lower + span * unit).detach().clone()
+            value = value_at(candidates).item()
+    except NotPSDError as e:  # a trial point with a singular K_ZZ or A
+        failed, steps, value = str(e), 0, math.nan
+    diverged = not math.isfinite(value) or not bool(torch.isfinite(candidates).all())
+    if failed is not None or diverged:
+        diverged = True
+        warnings.warn(
+            "optimize_eulbo (L-BFGS joint phase) reached a non-finite EULBO or a "
+            f"singular matrix ({failed or 'non-finite value'}); restored the "
+            "warm-start state and candidates.",
+            OptimizationWarning,
+            stacklevel=3,
+        )
+    if diverged or value < warm_value:
+        model.load_state_dict(start_state)
+        candidates, value = x0, warm_value
+    model.eval()
+    model.last_optimization = {
+        "fantasy_points": candidates[q:] if utility == "kg" else None,
+        "warm_start_candidates": x0,
+        "warm_start_value": warm_value,
+        "warm_start_utility": warm_utility,
+        "utility": _utility_value(model, candidates, base_samples, utility),
+        "trace": [warm_value, value],
+        "steps": steps,
+        "moved": (candidates - x0).norm(dim=-1).max().item(),
+        "diverged": diverged,
+        "optimizer": "lbfgs",
     }
     return candidates[:q], torch.tensor(value, dtype=bounds.dtype, device=bounds.device)
 

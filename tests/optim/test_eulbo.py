@@ -1,3 +1,4 @@
+import copy
 import math
 from unittest import mock
 
@@ -189,3 +190,152 @@ class TestOptimizeEULBOKG(BotorchTestCase):
             info = model.last_optimization
             self.assertEqual(info["fantasy_points"].shape, torch.Size([6, 2]))
             self.assertGreaterEqual(value.item(), info["warm_start_value"] - 1e-6)
+
+
+class TestJointPhaseOptions(BotorchTestCase):
+    def _fitted(self, dtype, **options):
+        X, Y = _data(dtype=dtype)
+        opts = EULBOOptions(**(FAST.__dict__ | options))
+        model = EULBOModel(X, Y, num_inducing_points=10, options=opts)
+        model.fit_elbo(seed=0)
+        # The joint phase must start from exactly this state.
+        model.fit_elbo = lambda seed=0: None
+        return model
+
+    def test_joint_parameter_blocks(self):
+        from botorch_ext.optim.eulbo import joint_parameter_blocks
+
+        self.assertEqual(
+            joint_parameter_blocks("all"),
+            ("variational", "inducing_points", "hyperparameters"),
+        )
+        self.assertEqual(
+            joint_parameter_blocks(["hyperparameters", "variational"]),
+            ("variational", "hyperparameters"),
+        )
+        for bad in ("noise", (), ("variational", "Z")):
+            with self.assertRaisesRegex(ValueError, "`joint_parameters`"):
+                EULBOOptions(joint_parameters=bad).validate()
+        with self.assertRaisesRegex(ValueError, "`joint_optimizer`.*'sgd'"):
+            EULBOOptions(joint_optimizer="sgd").validate()
+
+    def test_only_the_selected_blocks_move(self):
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        blocks = {
+            "variational": "_variational_distribution.",
+            "inducing_points": "variational_strategy.inducing_points",
+            "hyperparameters": None,
+        }
+
+        def block_of(name):
+            for block, key in blocks.items():
+                if key is not None and key in name:
+                    return block
+            return "hyperparameters"
+
+        for optimizer in ("adam", "lbfgs"):
+            for selected in ("variational", "inducing_points", "hyperparameters"):
+                model = self._fitted(
+                    torch.double,
+                    joint_parameters=selected,
+                    joint_optimizer=optimizer,
+                    lr_w=0.05,
+                )
+                before = {k: p.detach().clone() for k, p in model.named_parameters()}
+                model.optimize_eulbo(bounds.to(model.train_X_full), q=1, seed=1)
+                self.assertFalse(model.last_optimization["diverged"])
+                moved = {
+                    block_of(k)
+                    for k, p in model.named_parameters()
+                    if not torch.equal(before[k], p.detach())
+                }
+                # Everything outside the selection keeps the ELBO fit's values.
+                self.assertLessEqual(moved, {selected}, (optimizer, selected))
+
+    def test_lbfgs_joint_phase_reaches_a_stationary_point(self):
+        # Full-batch L-BFGS-B on the EULBO over x and q(u) (d = 1, m = 8): the
+        # returned (x, w) improves on the warm start, the reported value is the
+        # EULBO there, the gradient in q(u) vanishes, and x maximizes the
+        # EULBO under the returned w on a dense grid.
+        gen = torch.Generator().manual_seed(0)
+        X = torch.rand(20, 1, generator=gen, dtype=torch.double)
+        Y = torch.sin(6 * X) - (X - 0.3) ** 2  # one maximum, near x = 0.26
+        for dtype in (torch.float, torch.double):
+            tkw = {"dtype": dtype, "device": self.device}
+            opts = EULBOOptions(
+                **(
+                    FAST.__dict__
+                    | {"joint_optimizer": "lbfgs", "joint_parameters": "variational"}
+                )
+            )
+            model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=opts)
+            model.fit_elbo(seed=0)
+            model.fit_elbo = lambda seed=0: None
+            bounds = torch.tensor([[0.0], [1.0]], **tkw)
+            cand, value = model.optimize_eulbo(bounds, q=1, seed=2)
+            info = model.last_optimization
+            self.assertEqual(info["optimizer"], "lbfgs")
+            self.assertFalse(info["diverged"])
+            self.assertGreater(value.item(), info["warm_start_value"])
+            with torch.no_grad():
+                full = eulbo(model, cand).item()
+            self.assertAlmostEqual(value.item(), full, delta=1e-4 * abs(full))
+            grid = torch.linspace(0, 1, 401, **tkw).unsqueeze(-1)
+            with torch.no_grad():
+                on_grid = torch.stack([eulbo(model, x.unsqueeze(0)) for x in grid])
+            tol = 1e-5 * abs(full) if dtype == torch.double else 1e-3 * abs(full)
+            self.assertGreaterEqual(full, on_grid.max().item() - tol)
+            if dtype == torch.float:
+                continue
+            model.train()
+            vd = model.model.variational_strategy._variational_distribution
+            grads = torch.autograd.grad(eulbo(model, cand), list(vd.parameters()))
+            model.eval()
+            gw = max(g.abs().max().item() for g in grads)
+            self.assertLess(gw, 5e-3)
+
+    def test_auto_joint_optimizer(self):
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        for max_n, expected in ((10_000, "lbfgs"), (5, "adam")):
+            model = self._fitted(
+                torch.double, joint_optimizer="auto", lbfgs_max_n=max_n
+            )
+            model.optimize_eulbo(bounds, q=1, seed=0)
+            self.assertEqual(model.last_optimization["optimizer"], expected)
+
+    def test_lbfgs_joint_phase_kg_and_batch(self):
+        bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
+        for q, utility in ((2, "ei"), (1, "kg")):
+            model = self._fitted(torch.double, joint_optimizer="lbfgs", num_fantasies=4)
+            cand, value = model.optimize_eulbo(bounds, q=q, utility=utility, seed=4)
+            info = model.last_optimization
+            self.assertEqual(cand.shape, torch.Size([q, 2]))
+            self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
+            self.assertGreaterEqual(value.item(), info["warm_start_value"])
+            if utility == "kg":
+                pts = info["fantasy_points"]
+                self.assertEqual(pts.shape, torch.Size([4, 2]))
+                self.assertTrue(((pts >= bounds[0]) & (pts <= bounds[1])).all())
+
+    def test_lbfgs_joint_phase_failure_restores_the_warm_start(self):
+        model = self._fitted(torch.double, joint_optimizer="lbfgs")
+        start = copy.deepcopy(model.state_dict())
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        real = EULBOModel.expected_log_utility
+        calls = {"n": 0}
+
+        def poisoned(self, X, base_samples=None, utility="ei"):
+            calls["n"] += 1
+            out = real(self, X, base_samples, utility)
+            # The warm start (its acquisition does not call this) and its
+            # first evaluations are finite; L-BFGS then meets NaN.
+            return out if calls["n"] <= 3 else out * float("nan")
+
+        with mock.patch.object(EULBOModel, "expected_log_utility", poisoned):
+            with self.assertWarnsRegex(OptimizationWarning, "L-BFGS joint phase"):
+                cand, _ = model.optimize_eulbo(bounds, q=1)
+        info = model.last_optimization
+        self.assertTrue(info["diverged"])
+        self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
+        for k, v in model.state_dict().items():
+            self.assertTrue(torch.equal(v, start[k]), k)
