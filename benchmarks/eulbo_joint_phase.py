@@ -30,7 +30,7 @@ Usage:
     # section 7.8: the Adam and L-BFGS joint phases from the converged ELBO fit
     OMP_NUM_THREADS=1 python benchmarks/eulbo_joint_phase.py --seeds 0,1 --steps 15 \
         --utility ei \
-        --variants "default (steps rule),L-BFGS joint,L-BFGS joint, q(u) only" \
+        --variants "default (steps rule),L-BFGS joint,L-BFGS joint on q(u)" \
         --output benchmarks/results/eulbo-v3/joint_phase.csv
 """
 
@@ -71,7 +71,7 @@ VARIANTS = {
     "sum, w=10": {"utility_weight": 10.0},
     # Section 7.8: the joint phase solved by full-batch L-BFGS-B, all of w or q(u).
     "L-BFGS joint": {"options_overrides": {"joint_optimizer": "lbfgs"}},
-    "L-BFGS joint, q(u) only": {
+    "L-BFGS joint on q(u)": {
         "options_overrides": {
             "joint_optimizer": "lbfgs",
             "joint_parameters": ("variational",),
