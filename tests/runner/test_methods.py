@@ -237,6 +237,7 @@ class TestMethods(BotorchTestCase):
                 "turbo-elbo-svgp",
                 "eulbo-ei-lbfgs",
                 "elbo-svgp-lbfgs",
+                "eulbo-ei-joint-lbfgs",
             },
         )
         method = get_method("turbo-eulbo-ei")
