@@ -129,8 +129,13 @@ class EULBOOptions:
     (``benchmarks/README.md``, section 7.7). Its cost grows with ``n``
     (``O(n m^2)`` per iteration, about 0.2 s at ``n = 10,000``, ``m = 100``,
     ``d = 60``), so above ``lbfgs_max_n`` the Adam rule above takes over and
-    keeps the cost of a BO step bounded. The rules above still govern the
-    joint EULBO phase of ``optimize_eulbo``, which is Adam in every case.
+    keeps the cost of a BO step bounded. The rules above also govern the
+    joint EULBO phase of ``optimize_eulbo`` when it runs Adam
+    (``joint_optimizer="adam"``, the default). From a converged ELBO fit that
+    phase returns its warm start unchanged (its first Adam round lowers the
+    EULBO below the optimum it starts from and the stopping rule gives up);
+    ``joint_optimizer="lbfgs"`` solves it by full-batch L-BFGS-B instead
+    (``benchmarks/README.md``, section 7.8).
 
     Example:
         >>> opts = EULBOOptions(max_steps=500)
@@ -153,7 +158,7 @@ class EULBOOptions:
             hyperparameters; ``O(n m^2)`` per iteration). Both maximize the
             same ELBO; ``"lbfgs"`` converges where Adam's stopping rules stop
             early. Applies to ``fit_elbo`` and to the ELBO fit that starts
-            ``optimize_eulbo``; the joint EULBO phase is Adam in either case.
+            ``optimize_eulbo``; the joint EULBO phase is ``joint_optimizer``'s.
         lbfgs_max_iter: Iteration budget of ``"lbfgs"``.
         lbfgs_max_n: Largest ``n`` at which ``"auto"`` uses ``"lbfgs"``.
         max_steps: Step budget of one fit (``"steps"``).
@@ -754,7 +759,8 @@ class EULBOModel(SingleTaskVariationalGP):
 
         ``fit_elbo``, a warm start by ``optimize_acqf`` on the matching
         acquisition (``qLogExpectedImprovement`` for ``"ei"``, the one-shot
-        soft KG for ``"kg"``), then alternating w- and x-steps on the EULBO;
+        soft KG for ``"kg"``), then alternating w- and x-steps on the EULBO
+        (or L-BFGS-B on it, ``options.joint_optimizer``);
         ``self.last_optimization`` records the trace. See
         ``botorch_ext.optim.eulbo.optimize_eulbo``.
 

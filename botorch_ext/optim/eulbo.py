@@ -189,7 +189,11 @@ def optimize_eulbo(
     ``lr_x``, the expected log utility), both clipped at ``grad_clip``, ``x``
     projected onto ``bounds`` after every step, stopping by the same rule as
     ``fit_elbo`` applied to the EULBO (the ELBO part on the check set for
-    ``"steps"``, on all data for ``"epochs"``). The model is left at the best
+    ``"steps"``, on all data for ``"epochs"``); with
+    ``options.joint_optimizer="lbfgs"`` (or ``"auto"`` and ``n <=
+    options.lbfgs_max_n``) the joint phase is instead full-batch L-BFGS-B on
+    the full-data EULBO (the candidates on the box, the selected ``w``
+    unconstrained). The model is left at the best
     state seen at the end of a round (the warm start included). A non-finite
     loss restores the last finite state, falls back to the warm-start
     candidates and warns. Settings come from ``model.options``
@@ -211,7 +215,8 @@ def optimize_eulbo(
     Returns:
         ``(candidates, value)``: a ``q x d`` tensor inside ``bounds`` and the
         final EULBO (its ELBO part estimated on the check set, which is all
-        data when ``n <= options.check_size`` or for ``"epochs"``).
+        data when ``n <= options.check_size``, for ``"epochs"`` and for the
+        L-BFGS joint phase).
     """
     options = model.options
     d = model.train_X_full.shape[-1]
