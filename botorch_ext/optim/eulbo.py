@@ -35,6 +35,7 @@ import torch
 from botorch.acquisition import qLogExpectedImprovement
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
+from botorch.optim.core import scipy_minimize
 from linear_operator.utils.errors import NotPSDError
 from torch import Tensor
 
@@ -381,8 +382,6 @@ def _optimize_eulbo_lbfgs(
     failure (a singular matrix at a trial point, a non-finite value) restores
     the warm start and warns.
     """
-    from botorch.optim.core import scipy_minimize  # noqa: PLC0415
-
     options = model.options
     lower, span = bounds[0], (bounds[1] - bounds[0]).clamp_min(1e-12)
     unit = ((x0 - lower) / span).clamp(0.0, 1.0).clone().requires_grad_(True)

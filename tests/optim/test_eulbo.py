@@ -315,7 +315,7 @@ class TestJointPhaseOptions(BotorchTestCase):
                     t.copy_(torch.rand_like(t) if name == "x" else t + 0.5)
             return mock.Mock(step=1)
 
-        with mock.patch("botorch.optim.core.scipy_minimize", worse):
+        with mock.patch("botorch_ext.optim.eulbo.scipy_minimize", worse):
             cand, value = model.optimize_eulbo(bounds, q=1, seed=0)
         info = model.last_optimization
         self.assertEqual(value.item(), info["warm_start_value"])
