@@ -150,6 +150,22 @@ METHODS: dict[str, Method] = {
     "eulbo-ei-joint-lbfgs": SVGPMethod(
         "ei", eulbo_options={"elbo_optimizer": "lbfgs", "joint_optimizer": "lbfgs"}
     ),
+    # Ablation of the rover comparison (README 7.8): TuRBO-EULBO with the Adam
+    # fit of the runs in 7.7 and the utility's weight in the w-steps set to 0,
+    # so the joint phase keeps fitting the ELBO and moving x, but the utility no
+    # longer shapes w; and the same pipeline's EULBO and ELBO, for reference.
+    "turbo-eulbo-ei-w0": SVGPMethod(
+        "ei",
+        turbo=True,
+        eulbo_options={"elbo_optimizer": "adam"},
+        model_kwargs={"utility_weight": 0.0},
+    ),
+    "turbo-eulbo-ei-adam": SVGPMethod(
+        "ei", turbo=True, eulbo_options={"elbo_optimizer": "adam"}
+    ),
+    "turbo-elbo-svgp-adam": SVGPMethod(
+        None, turbo=True, eulbo_options={"elbo_optimizer": "adam"}
+    ),
     # TuRBO with an exact GP, the baseline of the TuRBO comparisons.
     "turbo": TurboMethod(),
     # BoTorch's own acquisition functions on the same model and optimizer

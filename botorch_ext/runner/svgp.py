@@ -43,6 +43,8 @@ class SVGPMethod:
         eulbo_options: Further ``EULBOOptions`` fields (e.g.
             ``{"elbo_optimizer": "lbfgs"}``); the runner's ``num_restarts``
             and ``raw_samples`` are always passed.
+        model_kwargs: Further ``EULBOModel`` arguments of the first model
+            (e.g. ``{"utility_weight": 0.0}``); ``carry_over`` keeps them.
     """
 
     def __init__(
@@ -50,13 +52,15 @@ class SVGPMethod:
         utility: str | None,
         turbo: bool = False,
         eulbo_options: dict | None = None,
+        model_kwargs: dict | None = None,
     ) -> None:
         self.utility = utility
         self.turbo = turbo
         self.eulbo_options = dict(eulbo_options or {})
+        self.model_kwargs = dict(model_kwargs or {})
 
     def new_run(self) -> Method:
-        return _SVGPRun(self.utility, self.turbo, self.eulbo_options)
+        return _SVGPRun(self.utility, self.turbo, self.eulbo_options, self.model_kwargs)
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
         # Without run state (a direct call), behave as the first iteration.
@@ -65,12 +69,17 @@ class SVGPMethod:
 
 class _SVGPRun(TrustRegion):
     def __init__(
-        self, utility: str | None, turbo: bool, eulbo_options: dict | None = None
+        self,
+        utility: str | None,
+        turbo: bool,
+        eulbo_options: dict | None = None,
+        model_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
         self.utility = utility
         self.turbo = turbo
         self.eulbo_options = eulbo_options or {}
+        self.model_kwargs = model_kwargs or {}
         self.previous: EULBOModel | None = None
         self.diagnostics: dict = {}
         self.timings: dict = {}
@@ -89,6 +98,7 @@ class _SVGPRun(TrustRegion):
                     raw_samples=options.raw_samples,
                     **self.eulbo_options,
                 ),
+                **self.model_kwargs,
             )
         else:
             model = self.previous.carry_over(train_X, train_Y)

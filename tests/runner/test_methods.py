@@ -238,8 +238,25 @@ class TestMethods(BotorchTestCase):
                 "eulbo-ei-lbfgs",
                 "elbo-svgp-lbfgs",
                 "eulbo-ei-joint-lbfgs",
+                "turbo-eulbo-ei-w0",
+                "turbo-eulbo-ei-adam",
+                "turbo-elbo-svgp-adam",
             },
         )
+        # Model arguments reach the first model and survive carry_over.
+        from botorch_ext.runner.methods import MethodOptions as _MO
+
+        run = get_method("turbo-eulbo-ei-w0").new_run()
+        Xw = torch.rand(12, 2, dtype=torch.double)
+        Yw = -((Xw - 0.4) ** 2).sum(-1, keepdim=True)
+        box = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        opts = _MO(num_restarts=2, raw_samples=16, num_inducing_points=6)
+        for _ in range(2):
+            cand = run(Xw, Yw, box, 2, 0, opts)
+            self.assertEqual(run.previous.utility_weight, 0.0)
+            self.assertEqual(run.previous.options.elbo_optimizer, "adam")
+            Xw = torch.cat([Xw, cand])
+            Yw = torch.cat([Yw, -((cand - 0.4) ** 2).sum(-1, keepdim=True)])
         method = get_method("turbo-eulbo-ei")
         self.assertIsInstance(method, SVGPMethod)
         run_a, run_b = method.new_run(), method.new_run()
