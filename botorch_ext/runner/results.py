@@ -107,6 +107,7 @@ METADATA_KEYS = frozenset(
         "end_time",
         "status",
         "resumed",
+        "peak_rss_mb",
     }
 )
 
@@ -439,7 +440,8 @@ class Output:
     stored_rows: list[dict]
 
     def close(self, status: str) -> None:
-        r"""Close the CSV and write ``end_time`` and ``status`` to ``config.json``.
+        r"""Close the CSV and write ``end_time``, ``status`` and ``peak_rss_mb``
+        to ``config.json``.
 
         Args:
             status: ``"finished"`` or ``"interrupted"``.
@@ -447,7 +449,29 @@ class Output:
         self.writer.close()
         self.config["end_time"] = now_iso()
         self.config["status"] = status
+        self.config["peak_rss_mb"] = peak_rss_mb()
         _write_config(self.directory, self.config)
+
+
+def peak_rss_mb() -> float | None:
+    r"""Peak resident memory (MiB) of this process and its finished children.
+
+    For ``botorch-ext run`` that is the run's own peak (the BO loop runs in
+    this process); for a local process-pool grid, the largest of the client's
+    and the finished workers' peaks; Dask workers on other processes or
+    machines are not included. ``None`` where the platform has no
+    ``getrusage`` (Windows).
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    peak = max(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+    )
+    # Linux reports KiB, macOS bytes.
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
 
 
 def _write_config(directory: Path, config: dict) -> None:

@@ -175,6 +175,26 @@ class TestOpenOutput(BotorchTestCase):
             self.assertEqual(len(config["resumed"]), 1)
             self.assertEqual(config["resumed"][0]["workers"], 4)
 
+    def test_close_records_the_peak_memory(self):
+        import resource
+
+        def now_mib(who):
+            return resource.getrusage(who).ru_maxrss / 1024  # Linux: KiB
+
+        with tempfile.TemporaryDirectory() as tmp:
+            output = open_output(Path(tmp), CONFIG, 2)
+            before = now_mib(resource.RUSAGE_SELF)
+            output.close("finished")
+            after = max(
+                now_mib(resource.RUSAGE_SELF), now_mib(resource.RUSAGE_CHILDREN)
+            )
+            config = json.loads((Path(tmp) / "config.json").read_text())
+        # The process's own peak so far, in MiB, rounded to 0.1.
+        self.assertGreaterEqual(config["peak_rss_mb"], before - 0.1)
+        self.assertLessEqual(config["peak_rss_mb"], after + 0.1)
+        # A metadata key: a resume does not compare it.
+        self.assertEqual(config_differences(CONFIG, {**CONFIG, "peak_rss_mb": 1.0}), [])
+
     def test_resume_refuses_another_schema(self):
         with tempfile.TemporaryDirectory() as tmp:
             self._write(Path(tmp))
