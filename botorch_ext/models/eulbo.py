@@ -132,7 +132,8 @@ class EULBOOptions:
     keeps the cost of a BO step bounded. The rules above also govern the
     joint EULBO phase of ``optimize_eulbo`` when it runs Adam
     (``joint_optimizer="adam"``, the default). From a converged ELBO fit that
-    phase returns its warm start unchanged (its first Adam round lowers the
+    phase returned its warm start unchanged in every step checked on Hartmann6
+    and the rover (its first Adam round lowers the
     EULBO below the optimum it starts from and the stopping rule gives up);
     ``joint_optimizer="lbfgs"`` solves it by full-batch L-BFGS-B instead
     (``benchmarks/README.md``, section 7.8).
