@@ -341,19 +341,22 @@ def optimize_eulbo(
     model.eval()
     value = criterion(candidates)
     model.eval()
-    model.last_optimization = {
-        "fantasy_points": candidates[q:] if utility == "kg" else None,
-        "warm_start_candidates": x0,
-        "warm_start_value": warm_value,
-        "warm_start_utility": warm_utility,
-        "utility": _utility_value(model, candidates, base_samples, utility),
-        "trace": trace,
-        "steps": steps,
-        "moved": (candidates - x0).norm(dim=-1).max().item(),
-        "diverged": diverged,
-        "optimizer": "adam",
-    }
-    return candidates[:q], torch.tensor(value, dtype=bounds.dtype, device=bounds.device)
+    return _finish(
+        model,
+        x0,
+        candidates,
+        value,
+        q,
+        utility,
+        base_samples,
+        bounds,
+        warm_value=warm_value,
+        warm_utility=warm_utility,
+        trace=trace,
+        steps=steps,
+        diverged=diverged,
+        optimizer="adam",
+    )
 
 
 def _joint_optimizer(options, n: int) -> str:
@@ -431,17 +434,44 @@ def _optimize_eulbo_lbfgs(
         model.load_state_dict(start_state)
         candidates, value = x0, warm_value
     model.eval()
+    return _finish(
+        model,
+        x0,
+        candidates,
+        value,
+        q,
+        utility,
+        base_samples,
+        bounds,
+        warm_value=warm_value,
+        warm_utility=warm_utility,
+        trace=[warm_value, value],
+        steps=steps,
+        diverged=diverged,
+        optimizer="lbfgs",
+    )
+
+
+def _finish(
+    model: EULBOModel,
+    x0: Tensor,
+    candidates: Tensor,
+    value: float,
+    q: int,
+    utility: str,
+    base_samples: Tensor | None,
+    bounds: Tensor,
+    **record,
+) -> tuple[Tensor, Tensor]:
+    r"""Record ``model.last_optimization`` and return ``(candidates[:q], value)``."""
     model.last_optimization = {
         "fantasy_points": candidates[q:] if utility == "kg" else None,
         "warm_start_candidates": x0,
-        "warm_start_value": warm_value,
-        "warm_start_utility": warm_utility,
+        "warm_start_value": record.pop("warm_value"),
+        "warm_start_utility": record.pop("warm_utility"),
         "utility": _utility_value(model, candidates, base_samples, utility),
-        "trace": [warm_value, value],
-        "steps": steps,
         "moved": (candidates - x0).norm(dim=-1).max().item(),
-        "diverged": diverged,
-        "optimizer": "lbfgs",
+        **record,
     }
     return candidates[:q], torch.tensor(value, dtype=bounds.dtype, device=bounds.device)
 

@@ -13,6 +13,19 @@ from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
 
 
+def _utility_nan_after(finite_calls: int):
+    r"""Patch ``EULBOModel.expected_log_utility`` to turn NaN after some calls."""
+    real = EULBOModel.expected_log_utility
+    calls = {"n": 0}
+
+    def poisoned(self, X, base_samples=None, utility="ei"):
+        calls["n"] += 1
+        out = real(self, X, base_samples, utility)
+        return out if calls["n"] <= finite_calls else out * float("nan")
+
+    return mock.patch.object(EULBOModel, "expected_log_utility", poisoned)
+
+
 class TestOptimizeEULBO(BotorchTestCase):
     def test_optimize_eulbo(self):
         for dtype in (torch.float, torch.double):
@@ -109,17 +122,9 @@ class TestOptimizeEULBO(BotorchTestCase):
         X, Y = _data()
         model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        real = EULBOModel.expected_log_utility
-        calls = {"n": 0}
-
-        def poisoned(self, X, base_samples=None, utility="ei"):
-            # Finite for the warm start's evaluation, NaN once the joint
-            # optimization has started.
-            calls["n"] += 1
-            out = real(self, X, base_samples, utility)
-            return out if calls["n"] <= 1 else out * float("nan")
-
-        with mock.patch.object(EULBOModel, "expected_log_utility", poisoned):
+        # Finite for the warm start's evaluation, NaN once the joint
+        # optimization has started.
+        with _utility_nan_after(1):
             with self.assertWarnsRegex(OptimizationWarning, "non-finite"):
                 cand, _ = model.optimize_eulbo(bounds, q=1)
         info = model.last_optimization
@@ -350,17 +355,9 @@ class TestJointPhaseOptions(BotorchTestCase):
         model = self._fitted(torch.double, joint_optimizer="lbfgs")
         start = copy.deepcopy(model.state_dict())
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        real = EULBOModel.expected_log_utility
-        calls = {"n": 0}
-
-        def poisoned(self, X, base_samples=None, utility="ei"):
-            calls["n"] += 1
-            out = real(self, X, base_samples, utility)
-            # The warm start (its acquisition does not call this) and its
-            # first evaluations are finite; L-BFGS then meets NaN.
-            return out if calls["n"] <= 3 else out * float("nan")
-
-        with mock.patch.object(EULBOModel, "expected_log_utility", poisoned):
+        # The warm start (its acquisition does not call this) and its first
+        # evaluations are finite; L-BFGS then meets NaN.
+        with _utility_nan_after(3):
             with self.assertWarnsRegex(OptimizationWarning, "L-BFGS joint phase"):
                 cand, _ = model.optimize_eulbo(bounds, q=1)
         info = model.last_optimization
