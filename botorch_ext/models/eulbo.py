@@ -54,6 +54,7 @@ from botorch.models.utils.inducing_point_allocators import (
 )
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.constraints import GreaterThan
+from gpytorch.kernels import Kernel, ScaleKernel
 from gpytorch.mlls import VariationalELBO
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
@@ -83,6 +84,7 @@ from botorch_ext.optim.fit import (  # noqa: F401
     _StoppingRule,
 )
 from botorch_ext.optim.fit import fit_elbo as _fit_elbo
+from botorch_ext.optim.turbo import kernel_lengthscale
 from botorch_ext.validation import check_positive, check_positive_int
 
 
@@ -351,6 +353,7 @@ class EULBOModel(SingleTaskVariationalGP):
         carry_state: bool = True,
         outcome_transform: OutcomeTransform | None = None,
         input_transform: InputTransform | None = None,
+        covar_module: Kernel | None = None,
     ) -> None:
         r"""An SVGP with EULBO-based acquisition.
 
@@ -378,6 +381,14 @@ class EULBOModel(SingleTaskVariationalGP):
                 point allocation, candidates); it is used in eval mode so that
                 minibatches cannot re-learn it (pass fixed bounds to
                 ``Normalize``, as Ax does).
+            covar_module: The SVGP's kernel, used as is (give its constraints
+                transforms, as GPyTorch's defaults have: the Adam fits step
+                through untransformed bounds). If omitted, the previous
+                model's kernel (a copy, with its fitted values) or else
+                BoTorch's default: an ARD RBF kernel with the
+                dimension-scaled lengthscale prior and no outputscale. The
+                authors' code used an isotropic ``ScaleKernel(RBFKernel())``
+                (see the class docstring).
         """
         _check_data(train_X, train_Y)
         check_positive_int("num_inducing_points", num_inducing_points)
@@ -408,12 +419,21 @@ class EULBOModel(SingleTaskVariationalGP):
         outcome_transform.train()
         Y_std, _ = outcome_transform(train_Y)
         outcome_transform.eval()
-        # BoTorch's defaults (dimension-scaled lengthscale prior, LogNormal(-4, 1)
-        # noise prior), with their floors enforced for Adam.
-        covar_module = _enforce_floor(
-            get_covar_module_with_dim_scaled_prior(ard_num_dims=train_X.shape[-1]),
-            "lengthscale",
-        ).to(train_X)
+        if covar_module is None and isinstance(previous_model, EULBOModel):
+            covar_module = copy.deepcopy(previous_model.model.covar_module)
+        if covar_module is None:
+            # BoTorch's defaults (dimension-scaled lengthscale prior, LogNormal(-4,
+            # 1) noise prior), with their floors enforced for Adam.
+            covar_module = _enforce_floor(
+                get_covar_module_with_dim_scaled_prior(ard_num_dims=train_X.shape[-1]),
+                "lengthscale",
+            )
+        elif not isinstance(covar_module, Kernel):
+            raise ValueError(
+                "`covar_module` must be a GPyTorch kernel, got "
+                f"{type(covar_module).__name__}."
+            )
+        covar_module = covar_module.to(train_X)
         likelihood = get_gaussian_likelihood_with_lognormal_prior()
         _enforce_floor(likelihood.noise_covar, "noise")
         likelihood = likelihood.to(train_X)
@@ -540,10 +560,13 @@ class EULBOModel(SingleTaskVariationalGP):
         With standardizations ``(mu, s)`` before and ``(mu', s')`` after the new
         data arrived, a latent value ``f`` of the old scale is
         ``a f + b`` on the new one, ``a = s / s'`` and ``b = (mu - mu') / s'``:
-        the constant mean becomes ``a c + b``, the whitened variational mean and
-        Cholesky factor scale by ``a`` and the noise variance by ``a^2``. (The
-        kernel has no outputscale, so the prior part of the predictive variance
-        keeps its scale; ``a`` is close to one from one BO step to the next.)
+        the constant mean becomes ``a c + b`` and the noise variance ``a^2`` times
+        itself. With a ``ScaleKernel`` on the outside the map is exact: its
+        outputscale scales by ``a^2``, so ``K_ZZ``'s Cholesky factor scales by
+        ``a`` and the whitened ``q(u)`` stays as it is. Without one (BoTorch's
+        default kernel) the whitened variational mean and Cholesky factor scale
+        by ``a`` instead and the prior part of the predictive variance keeps its
+        scale (``a`` is close to one from one BO step to the next).
         """
         old, new = previous.outcome_transform, self.outcome_transform
         if not (isinstance(old, Standardize) and isinstance(new, Standardize)):
@@ -551,9 +574,13 @@ class EULBOModel(SingleTaskVariationalGP):
         a = (old.stdvs / new.stdvs).squeeze().to(self.train_Y_std)
         b = ((old.means - new.means) / new.stdvs).squeeze().to(self.train_Y_std)
         dist = self.model.variational_strategy._variational_distribution
+        covar = self.model.covar_module
         with torch.no_grad():
-            dist.variational_mean.mul_(a)
-            dist.chol_variational_covar.mul_(a)
+            if isinstance(covar, ScaleKernel):
+                covar.outputscale = covar.outputscale * a**2
+            else:
+                dist.variational_mean.mul_(a)
+                dist.chol_variational_covar.mul_(a)
             mean_module = self.model.mean_module
             mean_module.constant.copy_(a * mean_module.constant + b)
             floor = self.likelihood.noise_covar.raw_noise_constraint.lower_bound
@@ -792,11 +819,12 @@ class EULBOModel(SingleTaskVariationalGP):
             start); ``None`` where not available.
         """
         opt = self.last_optimization
+        lengthscale = kernel_lengthscale(self.model.covar_module)
+        if lengthscale is not None:
+            lengthscale = lengthscale.detach().reshape(-1)
         return {
             "noise": self.likelihood.noise.detach().reshape(-1)[0].item(),
-            "lengthscales": self.model.covar_module.lengthscale.detach()
-            .reshape(-1)
-            .tolist(),
+            "lengthscales": None if lengthscale is None else lengthscale.tolist(),
             "elbo": self.last_fit.get("elbo"),
             "fit_steps": self.last_fit.get("steps"),
             "utility": opt.get("utility"),

@@ -4,6 +4,7 @@ optionally in a TuRBO trust region."""
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 
@@ -13,6 +14,7 @@ from torch import Tensor
 
 from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
+from botorch_ext.optim.turbo import kernel_lengthscale
 from botorch_ext.runner.options import Method, iteration_seed
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
 
@@ -60,7 +62,13 @@ class SVGPMethod:
         self.model_kwargs = dict(model_kwargs or {})
 
     def new_run(self) -> Method:
-        return _SVGPRun(self.utility, self.turbo, self.eulbo_options, self.model_kwargs)
+        # A copy per run: a kernel passed as `covar_module` holds fitted state.
+        return _SVGPRun(
+            self.utility,
+            self.turbo,
+            self.eulbo_options,
+            copy.deepcopy(self.model_kwargs),
+        )
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
         # Without run state (a direct call), behave as the first iteration.
@@ -106,9 +114,8 @@ class _SVGPRun(TrustRegion):
         if self.turbo:
             # The box's lengthscales come from the previous fit (or the prior's
             # start at the first iteration), as in the TuRBO tutorial.
-            region = self._trust_region(
-                train_X, train_Y, bounds, q, model.model.covar_module.lengthscale
-            )
+            lengthscale = kernel_lengthscale(model.model.covar_module)
+            region = self._trust_region(train_X, train_Y, bounds, q, lengthscale)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()
