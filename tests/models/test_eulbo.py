@@ -7,6 +7,7 @@ from botorch.models.transforms.input import Normalize
 from botorch.models.transforms.outcome import Standardize
 from botorch.optim import optimize_acqf
 from botorch.utils.testing import BotorchTestCase
+from gpytorch.kernels import RBFKernel, ScaleKernel
 from gpytorch.mlls import VariationalELBO
 
 from botorch_ext.models import EULBOModel, EULBOOptions
@@ -161,6 +162,51 @@ class TestFittingAndCarriedState(BotorchTestCase):
             last = nxt.carry_over(X, Y).carry_over(X, Y)
             self.assertEqual(last.num_inducing_points, 30)
             self.assertTrue(last.carried_state)  # m reached: carried as is
+
+    def test_user_kernel_is_used_and_carried(self):
+        # A ScaleKernel on the outside makes the carried state's rescaling exact up
+        # to the jitter on K_ZZ: before any fit, the carried model predicts the
+        # same mean and variance in the original units although the
+        # standardization changed (without the outputscale's rescaling the
+        # variance is off by 1e-3 here, more than 100x the tolerance).
+        for dtype in (torch.float, torch.double):
+            X, Y = _data(n=40, dtype=dtype)
+            kernel = ScaleKernel(RBFKernel())
+            model = EULBOModel(
+                X, Y, num_inducing_points=12, options=FAST, covar_module=kernel
+            )
+            self.assertIs(model.model.covar_module, kernel)
+            model.fit_elbo()
+            self.assertEqual(len(model.diagnostics()["lengthscales"]), 1)
+            X_new = torch.tensor([[0.9, 0.95], [0.1, 0.2]], dtype=dtype)
+            Y_new = torch.tensor([[4.0], [-3.0]], dtype=dtype)
+            nxt = model.carry_over(torch.cat([X, X_new]), torch.cat([Y, Y_new]))
+            self.assertTrue(nxt.carried_state)
+            self.assertIsInstance(nxt.model.covar_module, ScaleKernel)
+            self.assertIsNot(nxt.model.covar_module, kernel)  # a copy
+            self.assertAllClose(
+                nxt.model.covar_module.base_kernel.lengthscale,
+                kernel.base_kernel.lengthscale,
+            )
+            ratio = (model.outcome_transform.stdvs / nxt.outcome_transform.stdvs) ** 2
+            self.assertAllClose(
+                nxt.model.covar_module.outputscale,
+                kernel.outputscale * ratio.squeeze(),
+            )
+            test = torch.rand(7, 2, dtype=dtype)
+            with torch.no_grad():
+                before, after = model.posterior(test), nxt.posterior(test)
+            if dtype == torch.double:  # jitter 1e-6 (1e-4 in float32)
+                self.assertAllClose(after.mean, before.mean, atol=1e-3, rtol=0)
+                self.assertAllClose(
+                    after.variance, before.variance, atol=1e-5, rtol=0
+                )
+            # Refitting moves the copy only.
+            scale = kernel.outputscale.clone()
+            nxt.fit_elbo()
+            self.assertTrue(torch.equal(kernel.outputscale, scale))
+        with self.assertRaisesRegex(ValueError, "covar_module"):
+            EULBOModel(X, Y, covar_module="rbf")
 
     def test_carry_over_keeps_the_posterior_on_the_original_scale(self):
         for dtype in (torch.float, torch.double):
