@@ -198,9 +198,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 before, after = model.posterior(test), nxt.posterior(test)
             if dtype == torch.double:  # jitter 1e-6 (1e-4 in float32)
                 self.assertAllClose(after.mean, before.mean, atol=1e-3, rtol=0)
-                self.assertAllClose(
-                    after.variance, before.variance, atol=1e-5, rtol=0
-                )
+                self.assertAllClose(after.variance, before.variance, atol=1e-5, rtol=0)
             # Refitting moves the copy only.
             scale = kernel.outputscale.clone()
             nxt.fit_elbo()
