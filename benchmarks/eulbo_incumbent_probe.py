@@ -1,7 +1,8 @@
 r"""Why a stored ``elbo-svgp`` run proposes near-replicates late in the run.
 
 For each stored run (a folder with the runner's ``results.csv`` of an
-``elbo-svgp``/``elbo-svgp-lbfgs`` run) the script replays the run's SVGP state
+``elbo-svgp*`` run; the method's ``EULBOOptions`` and model arguments are
+used) the script replays the run's SVGP state
 exactly as the runner's loop built it (the first model on the initial design,
 then ``carry_over`` and ``fit_elbo`` with the loop's per-iteration seed on each
 prefix of the stored points), and checks at ``--checkpoints`` that the replayed
@@ -11,6 +12,8 @@ fit reproduces the logged noise. At each checkpoint it records:
   (its maximum, and its value at the incumbent): a mean above ``max y`` that the
   data cannot pull down is what makes EI's incumbent ``max y`` propose
   near-replicates;
+* the posterior standard deviation (latent, original units) at the incumbent
+  and at each proposal: a replicate that does not shrink it keeps EI there;
 * the next point of the run's acquisition (``qLogExpectedImprovement`` with
   ``best_f = max y``, the runner's ``elbo-svgp``) and of
   ``qLogNoisyExpectedImprovement`` on the same model (the exact-GP ``qlogei``
@@ -29,6 +32,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 import warnings
@@ -38,6 +42,7 @@ from botorch.acquisition import qLogNoisyExpectedImprovement
 from botorch.optim import optimize_acqf
 
 from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.runner.methods import get_method
 from botorch_ext.runner.options import iteration_seed
 from botorch_ext.runner.problems import get_problem
 from botorch_ext.runner.turbo import maximize_qlogei
@@ -76,11 +81,16 @@ def main() -> None:
             seed_i = iteration_seed(seed, Xn)
             torch.manual_seed(seed_i)
             if model is None:
+                # The run's own method: its EULBOOptions and model arguments.
+                method = get_method(rows[0]["method"])
                 model = EULBOModel(
                     Xn,
                     Yn,
                     num_inducing_points=args.inducing,
-                    options=EULBOOptions(num_restarts=10, raw_samples=256),
+                    options=EULBOOptions(
+                        num_restarts=10, raw_samples=256, **method.eulbo_options
+                    ),
+                    **copy.deepcopy(method.model_kwargs),
                 )
             else:
                 model = model.carry_over(Xn, Yn)
@@ -108,12 +118,18 @@ def main() -> None:
                 "mean_at_incumbent": mean[incumbent].item(),
                 "max_mean": mean.max().item(),
                 "lengthscales": ";".join(
-                    f"{v:.3g}"
-                    for v in model.model.covar_module.lengthscale.view(-1).tolist()
+                    f"{v:.3g}" for v in model.diagnostics()["lengthscales"]
                 ),
             }
+            with torch.no_grad():
+                latent = model.posterior(Xn[incumbent : incumbent + 1])
+                row["sd_at_incumbent"] = latent.variance.sqrt().item()
             for name, x in (("ei", x_ei), ("nei", x_nei)):
                 x = x.detach().to(X)
+                with torch.no_grad():
+                    post = model.posterior(x)
+                row[f"mean_{name}"] = post.mean.item()
+                row[f"sd_{name}"] = post.variance.sqrt().item()
                 row[f"f_{name}"] = problem(x).item()
                 row[f"dist_{name}"] = (Xn - x).norm(dim=-1).min().item()
             row["f_run_next"] = float(rows[n]["value"])

@@ -7,9 +7,11 @@ from __future__ import annotations
 import copy
 import time
 import warnings
+from collections.abc import Callable
 
 import torch
 from botorch.exceptions.warnings import OptimizationWarning
+from gpytorch.kernels import Kernel
 from torch import Tensor
 
 from botorch_ext.models import EULBOModel, EULBOOptions
@@ -47,6 +49,10 @@ class SVGPMethod:
             and ``raw_samples`` are always passed.
         model_kwargs: Further ``EULBOModel`` arguments of the first model
             (e.g. ``{"utility_weight": 0.0}``); ``carry_over`` keeps them.
+            Each run gets its own copy.
+        kernel: Makes the SVGP's kernel for ``d``-dimensional inputs (called
+            once per run, at its first model; ``carry_over`` copies it on);
+            ``None`` for ``EULBOModel``'s default.
     """
 
     def __init__(
@@ -55,8 +61,10 @@ class SVGPMethod:
         turbo: bool = False,
         eulbo_options: dict | None = None,
         model_kwargs: dict | None = None,
+        kernel: Callable[[int], Kernel] | None = None,
     ) -> None:
         self.utility = utility
+        self.kernel = kernel
         self.turbo = turbo
         self.eulbo_options = dict(eulbo_options or {})
         self.model_kwargs = dict(model_kwargs or {})
@@ -68,6 +76,7 @@ class SVGPMethod:
             self.turbo,
             self.eulbo_options,
             copy.deepcopy(self.model_kwargs),
+            self.kernel,
         )
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
@@ -82,8 +91,10 @@ class _SVGPRun(TrustRegion):
         turbo: bool,
         eulbo_options: dict | None = None,
         model_kwargs: dict | None = None,
+        kernel: Callable[[int], Kernel] | None = None,
     ) -> None:
         super().__init__()
+        self.kernel = kernel
         self.utility = utility
         self.turbo = turbo
         self.eulbo_options = eulbo_options or {}
@@ -97,6 +108,9 @@ class _SVGPRun(TrustRegion):
         torch.manual_seed(seed_i)
         tic = time.monotonic()
         if self.previous is None:
+            kernel_kwargs = {}
+            if self.kernel is not None:
+                kernel_kwargs["covar_module"] = self.kernel(train_X.shape[-1])
             model = EULBOModel(
                 train_X,
                 train_Y,
@@ -107,6 +121,7 @@ class _SVGPRun(TrustRegion):
                     **self.eulbo_options,
                 ),
                 **self.model_kwargs,
+                **kernel_kwargs,
             )
         else:
             model = self.previous.carry_over(train_X, train_Y)

@@ -243,6 +243,7 @@ class TestMethods(BotorchTestCase):
                 "turbo-elbo-svgp-adam",
                 "elbo-svgp-iso",
                 "eulbo-ei-iso",
+                "elbo-svgp-ard-scaled",
             },
         )
         # Model arguments reach the first model and survive carry_over.
@@ -259,27 +260,25 @@ class TestMethods(BotorchTestCase):
             self.assertEqual(run.previous.options.elbo_optimizer, "adam")
             Xw = torch.cat([Xw, cand])
             Yw = torch.cat([Yw, -((cand - 0.4) ** 2).sum(-1, keepdim=True)])
-        # A kernel among the model arguments is copied per run: the method's own
-        # stays unfitted, and a second run starts from the same kernel.
+        # A method's kernel is made per run: two runs start from the same kernel
+        # and propose the same point; the carried model keeps the kernel's type.
         from gpytorch.kernels import ScaleKernel
 
-        iso = get_method("elbo-svgp-iso")
-        initial = iso.model_kwargs["covar_module"].base_kernel.lengthscale.clone()
-        proposals = []
-        for _ in range(2):
-            run = iso.new_run()
-            cand = run(Xw, Yw, box, 1, 0, opts)
-            kernel = run.previous.model.covar_module
-            self.assertIsInstance(kernel, ScaleKernel)
-            self.assertIsNot(kernel, iso.model_kwargs["covar_module"])
-            self.assertEqual(len(run.diagnostics["lengthscales"]), 1)
-            proposals.append(cand)
-        self.assertTrue(torch.equal(proposals[0], proposals[1]))
-        self.assertTrue(
-            torch.equal(
-                iso.model_kwargs["covar_module"].base_kernel.lengthscale, initial
-            )
-        )
+        for name, n_lengthscales in (("elbo-svgp-iso", 1), ("elbo-svgp-ard-scaled", 2)):
+            method = get_method(name)
+            proposals, kernels = [], []
+            for _ in range(2):
+                run = method.new_run()
+                cand = run(Xw, Yw, box, 1, 0, opts)
+                run(torch.cat([Xw, cand]), torch.cat([Yw, Yw[:1]]), box, 1, 0, opts)
+                kernel = run.previous.model.covar_module
+                self.assertIsInstance(kernel, ScaleKernel)
+                self.assertTrue(run.previous.carried_state)
+                self.assertEqual(len(run.diagnostics["lengthscales"]), n_lengthscales)
+                proposals.append(cand)
+                kernels.append(kernel)
+            self.assertTrue(torch.equal(proposals[0], proposals[1]))
+            self.assertIsNot(kernels[0], kernels[1])
         method = get_method("turbo-eulbo-ei")
         self.assertIsInstance(method, SVGPMethod)
         run_a, run_b = method.new_run(), method.new_run()
