@@ -158,6 +158,7 @@ METHODS: dict[str, Method] = {
     # (benchmarks/README.md, 7.9); and its ARD version, to tell the two apart.
     "elbo-svgp-iso": SVGPMethod(None, kernel=_authors_kernel),
     "eulbo-ei-iso": SVGPMethod("ei", kernel=_authors_kernel),
+    "eulbo-kg-iso": SVGPMethod("kg", kernel=_authors_kernel),
     "elbo-svgp-ard-scaled": SVGPMethod(None, kernel=_scaled_ard_kernel),
     # EULBO with its joint phase solved by full-batch L-BFGS-B instead of
     # minibatch Adam (`EULBOOptions(joint_optimizer="lbfgs")`): from the

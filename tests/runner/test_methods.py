@@ -244,6 +244,7 @@ class TestMethods(BotorchTestCase):
                 "elbo-svgp-iso",
                 "eulbo-ei-iso",
                 "elbo-svgp-ard-scaled",
+                "eulbo-kg-iso",
             },
         )
         # Model arguments reach the first model and survive carry_over.
