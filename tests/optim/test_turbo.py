@@ -74,3 +74,19 @@ class TestTurboState(BotorchTestCase):
             s.bounds(torch.zeros(3))
         with self.assertRaisesRegex(ValueError, "lengthscale"):
             s.bounds(torch.zeros(2), lengthscale=torch.tensor([1.0, -1.0]))
+
+
+class TestKernelLengthscale(BotorchTestCase):
+    def test_follows_base_kernels(self):
+        from gpytorch.kernels import LinearKernel, RBFKernel, ScaleKernel
+
+        from botorch_ext.optim.turbo import kernel_lengthscale
+
+        inner = RBFKernel(ard_num_dims=3)
+        inner.lengthscale = torch.tensor([[0.1, 0.2, 0.4]])
+        self.assertTrue(
+            torch.equal(kernel_lengthscale(ScaleKernel(inner)), inner.lengthscale)
+        )
+        self.assertEqual(kernel_lengthscale(ScaleKernel(RBFKernel())).shape, (1, 1))
+        self.assertIsNone(kernel_lengthscale(ScaleKernel(LinearKernel())))
+        self.assertIsNone(kernel_lengthscale(None))
