@@ -332,17 +332,23 @@ class EULBOModel(SingleTaskVariationalGP):
 
     **The kernel.** The paper does not name one; the authors' code uses an
     isotropic ``ScaleKernel(RBFKernel())`` with GPyTorch's defaults (no priors).
-    The default here is still BoTorch's ARD RBF kernel with the
-    dimension-scaled lengthscale prior (no outputscale), which the project's
-    earlier measurements (rover, TuRBO) used. Pass the authors' kernel as
-    ``covar_module=ScaleKernel(RBFKernel())`` for BO with few inducing points:
+    The default here is BoTorch's ARD RBF kernel with the dimension-scaled
+    lengthscale prior (no outputscale), which the project's earlier
+    measurements (rover, TuRBO) used. Pass the authors' kernel as
+    ``covar_module=ScaleKernel(RBFKernel())`` for low-dimensional BO with few
+    inducing points:
     on Hartmann6 with ``m = 100`` the ELBO of the ARD kernel switches input
     dimensions off (lengthscales of 2-29 on the unit cube in 3 of 10 runs,
     where the exact GP's are below 1) and the runs stall 0.19 behind an exact
     GP after 300 evaluations, while the authors' kernel ends 0.05 behind it
-    (10 seeds; ``benchmarks/README.md`` 7.9). A ``covar_module`` is used as
-    given; ``carry_over`` copies the previous model's kernel with its fitted
-    values.
+    (10 seeds; ``benchmarks/README.md`` 7.9). It is not the default because it
+    is not safe in high dimensions: on the 60-D rover with TuRBO its converged
+    fit (no priors) degenerates to a constant plus noise from the second step
+    on (lengthscale 113, noise variance 0.92-0.96 on noise-free data), where
+    the ARD kernel with its prior keeps lengthscales of 5-10 and a noise
+    variance of 0.08-0.13. A ``covar_module`` is used
+    as given; ``carry_over`` copies the previous model's kernel with its
+    fitted values.
 
     Example:
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)

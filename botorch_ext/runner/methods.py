@@ -160,6 +160,7 @@ METHODS: dict[str, Method] = {
     "eulbo-ei-iso": SVGPMethod("ei", kernel=_authors_kernel),
     "eulbo-kg-iso": SVGPMethod("kg", kernel=_authors_kernel),
     "elbo-svgp-ard-scaled": SVGPMethod(None, kernel=_scaled_ard_kernel),
+    "turbo-elbo-svgp-iso": SVGPMethod(None, turbo=True, kernel=_authors_kernel),
     # EULBO with its joint phase solved by full-batch L-BFGS-B instead of
     # minibatch Adam (`EULBOOptions(joint_optimizer="lbfgs")`): from the
     # converged ELBO fit the Adam phase returns its warm start unchanged

@@ -245,6 +245,7 @@ class TestMethods(BotorchTestCase):
                 "eulbo-ei-iso",
                 "elbo-svgp-ard-scaled",
                 "eulbo-kg-iso",
+                "turbo-elbo-svgp-iso",
             },
         )
         # Model arguments reach the first model and survive carry_over.
