@@ -36,7 +36,7 @@ from botorch.acquisition import qLogExpectedImprovement
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.optim import optimize_acqf
 from botorch.optim.core import scipy_minimize
-from linear_operator.utils.errors import NotPSDError
+from linear_operator.utils.errors import NanError, NotPSDError
 from torch import Tensor
 
 from botorch_ext.acquisition.soft_kg import qLogSoftKG
@@ -418,7 +418,9 @@ def _optimize_eulbo_lbfgs(
         with torch.no_grad():
             candidates = (lower + span * unit).detach().clone()
             value = value_at(candidates).item()
-    except NotPSDError as e:  # a trial point with a singular K_ZZ or A
+    # A trial point with a singular K_ZZ or A, or one where it has NaNs (e.g. an
+    # overflowing lengthscale or outputscale of a kernel without priors).
+    except (NotPSDError, NanError) as e:
         failed, steps, value = str(e), 0, math.nan
     diverged = not math.isfinite(value) or not bool(torch.isfinite(candidates).all())
     if failed is not None or diverged:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import torch
-from linear_operator.utils.errors import NotPSDError
+from linear_operator.utils.errors import NanError, NotPSDError
 from torch import Tensor
 
 if TYPE_CHECKING:  # the model imports this module, not the other way round
@@ -312,7 +312,9 @@ def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
         model.set_optimal_variational_distribution()
         with torch.no_grad():
             value = collapsed_elbo(model).item()
-    except NotPSDError as e:  # a trial point with a singular K_ZZ or A
+    # A trial point with a singular K_ZZ or A, or one where it has NaNs (e.g. an
+    # overflowing lengthscale or outputscale of a kernel without priors).
+    except (NotPSDError, NanError) as e:
         failed = str(e)
     steps = opt.state[params[0]].get("n_iter", 0)
     if not math.isfinite(value):

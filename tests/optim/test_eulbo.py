@@ -352,16 +352,27 @@ class TestJointPhaseOptions(BotorchTestCase):
                 self.assertTrue(((pts >= bounds[0]) & (pts <= bounds[1])).all())
 
     def test_lbfgs_joint_phase_failure_restores_the_warm_start(self):
-        model = self._fitted(torch.double, joint_optimizer="lbfgs")
-        start = copy.deepcopy(model.state_dict())
-        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        from linear_operator.utils.errors import NanError
+
         # The warm start (its acquisition does not call this) and its first
-        # evaluations are finite; L-BFGS then meets NaN.
-        with _utility_nan_after(3):
-            with self.assertWarnsRegex(OptimizationWarning, "L-BFGS joint phase"):
-                cand, _ = model.optimize_eulbo(bounds, q=1)
-        info = model.last_optimization
-        self.assertTrue(info["diverged"])
-        self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
-        for k, v in model.state_dict().items():
-            self.assertTrue(torch.equal(v, start[k]), k)
+        # evaluations are finite; L-BFGS then meets NaN, or a K_ZZ with NaNs
+        # escapes the optimizer.
+        for failure in ("nan", "nan-error"):
+            model = self._fitted(torch.double, joint_optimizer="lbfgs")
+            start = copy.deepcopy(model.state_dict())
+            bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+            if failure == "nan":
+                patch = _utility_nan_after(3)
+            else:
+                patch = mock.patch(
+                    "botorch_ext.optim.eulbo.scipy_minimize",
+                    side_effect=NanError("cholesky_cpu: 36 of 36 elements are NaN"),
+                )
+            with patch:
+                with self.assertWarnsRegex(OptimizationWarning, "L-BFGS joint phase"):
+                    cand, _ = model.optimize_eulbo(bounds, q=1)
+            info = model.last_optimization
+            self.assertTrue(info["diverged"])
+            self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
+            for k, v in model.state_dict().items():
+                self.assertTrue(torch.equal(v, start[k]), k)

@@ -231,13 +231,14 @@ class TestCollapsedELBO(BotorchTestCase):
             EULBOOptions(elbo_optimizer="sgd").validate()
 
     def test_a_failed_lbfgs_fit_keeps_the_starting_state(self):
-        # A singular K_ZZ met during the line search (NotPSDError) or a
+        # A singular K_ZZ met during the line search (NotPSDError), a K_ZZ with
+        # NaNs (NanError, seen with a prior-free ScaleKernel on 12 points) or a
         # non-finite end value must not leave a broken model: the fit warns and
         # keeps the state it started from, with q(u) at its closed form.
-        from linear_operator.utils.errors import NotPSDError
+        from linear_operator.utils.errors import NanError, NotPSDError
 
         X, Y = _data(n=30)
-        for failure in ("raise", "nan"):
+        for failure in ("raise", "nan-error", "nan"):
             model = EULBOModel(X, Y, num_inducing_points=10)
             before = {k: v.clone() for k, v in model.state_dict().items()}
             calls = {"n": 0}
@@ -248,6 +249,8 @@ class TestCollapsedELBO(BotorchTestCase):
                 if calls["n"] == 3:
                     if failure == "raise":
                         raise NotPSDError("singular")
+                    if failure == "nan-error":
+                        raise NanError("cholesky_cpu: 36 of 36 elements are NaN")
                     return value * math.nan
                 return value
 
