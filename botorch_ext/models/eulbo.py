@@ -410,7 +410,9 @@ class EULBOModel(SingleTaskVariationalGP):
                 BoTorch's default: an ARD RBF kernel with the
                 dimension-scaled lengthscale prior and no outputscale. The
                 authors' code used an isotropic ``ScaleKernel(RBFKernel())``
-                (see the class docstring).
+                (see the class docstring). Given with an ``EULBOModel`` as
+                ``previous_model``, it takes that model's fitted values (it
+                must be the same kind of kernel).
         """
         _check_data(train_X, train_Y)
         check_positive_int("num_inducing_points", num_inducing_points)
@@ -477,7 +479,17 @@ class EULBOModel(SingleTaskVariationalGP):
                     f"`train_X` has {model_X.shape[-1]}."
                 )
             # Its hyperparameters start the allocation and the fit in any case.
-            covar_module.load_state_dict(previous_model.model.covar_module.state_dict())
+            try:
+                covar_module.load_state_dict(
+                    previous_model.model.covar_module.state_dict()
+                )
+            except RuntimeError as e:
+                raise ValueError(
+                    "`covar_module` does not match the kernel of `previous_model` "
+                    f"({type(previous_model.model.covar_module).__name__}), whose "
+                    "fitted values start this model; pass the same kind of kernel "
+                    f"or none. ({e})"
+                ) from e
             likelihood.load_state_dict(previous_model.likelihood.state_dict())
         if carried or grown:
             Z = previous_model.model.variational_strategy.inducing_points.detach()

@@ -205,6 +205,9 @@ class TestFittingAndCarriedState(BotorchTestCase):
             self.assertTrue(torch.equal(kernel.outputscale, scale))
         with self.assertRaisesRegex(ValueError, "covar_module"):
             EULBOModel(X, Y, covar_module="rbf")
+        # A kernel that cannot take the previous model's fitted values.
+        with self.assertRaisesRegex(ValueError, "does not match the kernel"):
+            EULBOModel(X, Y, previous_model=model, covar_module=RBFKernel())
 
     def test_carry_over_keeps_the_posterior_on_the_original_scale(self):
         for dtype in (torch.float, torch.double):
