@@ -339,9 +339,10 @@ class EULBOModel(SingleTaskVariationalGP):
     inducing points:
     on Hartmann6 with ``m = 100`` the ELBO of the ARD kernel switches input
     dimensions off (lengthscales of 2-29 on the unit cube in 3 of 10 runs,
-    where the exact GP's are below 1) and the runs stall 0.19 behind an exact
-    GP after 300 evaluations, while the authors' kernel ends 0.05 behind it
-    (10 seeds; ``benchmarks/README.md`` 7.9). It is not the default because it
+    where the exact GP's are below 1; an ARD ``ScaleKernel`` without priors
+    does the same) and the runs stall 0.19 behind an exact GP after 300
+    evaluations, while the authors' kernel ends 0.05 behind it (10 seeds;
+    ``benchmarks/README.md`` 7.9). It is not the default because it
     is not safe in high dimensions: on the 60-D rover with TuRBO its converged
     fit (no priors) degenerates to a constant plus noise from the second step
     on (lengthscale 113, noise variance 0.92-0.96 on noise-free data), where
