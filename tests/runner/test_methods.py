@@ -246,6 +246,9 @@ class TestMethods(BotorchTestCase):
                 "elbo-svgp-ard-scaled",
                 "eulbo-kg-iso",
                 "turbo-elbo-svgp-iso",
+                "elbo-svgp-iso-prior",
+                "eulbo-ei-iso-prior",
+                "turbo-elbo-svgp-iso-prior",
             },
         )
         # Model arguments reach the first model and survive carry_over.
@@ -281,6 +284,28 @@ class TestMethods(BotorchTestCase):
                 kernels.append(kernel)
             self.assertTrue(torch.equal(proposals[0], proposals[1]))
             self.assertIsNot(kernels[0], kernels[1])
+        # The isotropic kernel with BoTorch's dimension-scaled prior: one
+        # lengthscale, the prior's LogNormal(sqrt(2) + log(d) / 2, sqrt(3)),
+        # started at its mode exp(mu - sigma^2), a floor Adam cannot cross.
+        from botorch_ext.runner.methods import _iso_prior_kernel
+
+        for d in (2, 60):
+            kernel = _iso_prior_kernel(d)
+            mu = math.sqrt(2) + 0.5 * math.log(d)
+            self.assertEqual(kernel.lengthscale.numel(), 1)
+            self.assertAlmostEqual(kernel.lengthscale_prior.loc.item(), mu, places=5)
+            self.assertAlmostEqual(
+                kernel.lengthscale_prior.scale.item(), math.sqrt(3), places=5
+            )
+            self.assertAlmostEqual(
+                kernel.lengthscale.item(), math.exp(mu - 3.0), places=4
+            )
+            kernel.raw_lengthscale.data.fill_(-50.0)
+            self.assertGreaterEqual(kernel.lengthscale.item(), 2.5e-2)
+        run = get_method("elbo-svgp-iso-prior").new_run()
+        run(Xw, Yw, box, 1, 0, opts)
+        self.assertEqual(type(run.previous.model.covar_module).__name__, "RBFKernel")
+        self.assertEqual(len(run.diagnostics["lengthscales"]), 1)
         method = get_method("turbo-eulbo-ei")
         self.assertIsInstance(method, SVGPMethod)
         run_a, run_b = method.new_run(), method.new_run()
