@@ -249,6 +249,8 @@ class TestMethods(BotorchTestCase):
                 "elbo-svgp-iso-prior",
                 "eulbo-ei-iso-prior",
                 "turbo-elbo-svgp-iso-prior",
+                "elbo-svgp-iso-prior-scaled",
+                "turbo-elbo-svgp-iso-prior-scaled",
             },
         )
         # Model arguments reach the first model and survive carry_over.
@@ -302,10 +304,20 @@ class TestMethods(BotorchTestCase):
             )
             kernel.raw_lengthscale.data.fill_(-50.0)
             self.assertGreaterEqual(kernel.lengthscale.item(), 2.5e-2)
-        run = get_method("elbo-svgp-iso-prior").new_run()
-        run(Xw, Yw, box, 1, 0, opts)
-        self.assertEqual(type(run.previous.model.covar_module).__name__, "RBFKernel")
-        self.assertEqual(len(run.diagnostics["lengthscales"]), 1)
+        for name, outer in (
+            ("elbo-svgp-iso-prior", "RBFKernel"),
+            ("elbo-svgp-iso-prior-scaled", "ScaleKernel"),
+        ):
+            run = get_method(name).new_run()
+            run(Xw, Yw, box, 1, 0, opts)
+            kernel = run.previous.model.covar_module
+            self.assertEqual(type(kernel).__name__, outer)
+            self.assertEqual(len(run.diagnostics["lengthscales"]), 1)
+        # The scaled version keeps the prior on its base kernel's lengthscale.
+        self.assertAlmostEqual(
+            kernel.base_kernel.lengthscale_prior.scale.item(), math.sqrt(3), places=5
+        )
+        self.assertAlmostEqual(kernel.outputscale_prior.concentration.item(), 2.0)
         method = get_method("turbo-eulbo-ei")
         self.assertIsInstance(method, SVGPMethod)
         run_a, run_b = method.new_run(), method.new_run()
