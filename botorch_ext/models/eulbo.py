@@ -215,7 +215,8 @@ class EULBOOptions:
     num_fantasies: int = 32
     num_quadrature_points: int = DEFAULT_NUM_QUADRATURE_POINTS
     joint_parameters: str | tuple[str, ...] = "all"
-    joint_optimizer: str = "adam"
+    joint_optimizer: str = "lbfgs"
+    joint_max_iter: int = 100
 
     @classmethod
     def table1(cls, **overrides) -> EULBOOptions:
@@ -255,6 +256,7 @@ class EULBOOptions:
             "check_size",
             "max_epochs",
             "lbfgs_max_iter",
+            "joint_max_iter",
             "lbfgs_max_n",
             "patience",
             "num_restarts",
@@ -856,8 +858,11 @@ class EULBOModel(SingleTaskVariationalGP):
             per-datum ELBO at the end of the last ``fit_elbo``), ``fit_steps``,
             and, after ``optimize_eulbo``, ``utility`` (the expected log utility
             of the returned candidates), ``warm_start_utility``, ``eulbo_steps``
-            and ``moved`` (the largest distance a candidate moved from its warm
-            start); ``None`` where not available.
+            ``moved`` (the largest distance a candidate moved from its warm
+            start), ``w_moved`` (the Euclidean norm of the change of the
+            refined ``w``), ``utility_gradient_share`` (the utility term's
+            share of the EULBO's gradient in ``w`` at the warm start),
+            ``warm_start_eulbo`` and ``eulbo``; ``None`` where not available.
         """
         opt = self.last_optimization
         lengthscale = kernel_lengthscale(self.model.covar_module)
@@ -872,6 +877,10 @@ class EULBOModel(SingleTaskVariationalGP):
             "warm_start_utility": opt.get("warm_start_utility"),
             "eulbo_steps": opt.get("steps"),
             "moved": opt.get("moved"),
+            "w_moved": opt.get("w_moved"),
+            "utility_gradient_share": opt.get("utility_gradient_share"),
+            "warm_start_eulbo": opt.get("warm_start_value"),
+            "eulbo": opt.get("trace", [None])[-1],
         }
 
 

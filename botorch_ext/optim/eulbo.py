@@ -59,7 +59,7 @@ UTILITIES = ("ei", "kg")
 #: Alternation schemes of the w- and x-steps.
 ALTERNATIONS = ("step", "epoch")
 #: Optimizers of the joint EULBO phase (``EULBOOptions.joint_optimizer``).
-JOINT_OPTIMIZERS = ("auto", "adam", "lbfgs")
+JOINT_OPTIMIZERS = ("lbfgs", "adam")
 #: Blocks of ``w`` that the joint EULBO phase can refine
 #: (``EULBOOptions.joint_parameters``; Figure 3 of [Maus2024eulbo]_).
 JOINT_PARAMETER_BLOCKS = ("variational", "inducing_points", "hyperparameters")
@@ -238,7 +238,7 @@ def optimize_eulbo(
     # For "kg", x holds the q candidates followed by the S free points x'_i.
     x0 = _warm_start(model, bounds, q, seed, utility, base_samples)
     n = model.train_X_full.shape[-2]
-    if _joint_optimizer(options, n) == "lbfgs":
+    if options.joint_optimizer == "lbfgs":
         return _optimize_eulbo_lbfgs(model, x0, bounds, q, utility, base_samples)
     x = x0.clone().requires_grad_(True)
     w_params = joint_parameters(model)
@@ -359,12 +359,6 @@ def optimize_eulbo(
     )
 
 
-def _joint_optimizer(options, n: int) -> str:
-    if options.joint_optimizer == "auto":
-        return "lbfgs" if n <= options.lbfgs_max_n else "adam"
-    return options.joint_optimizer
-
-
 def _optimize_eulbo_lbfgs(
     model: EULBOModel,
     x0: Tensor,
@@ -373,51 +367,58 @@ def _optimize_eulbo_lbfgs(
     utility: str,
     base_samples: Tensor | None,
 ) -> tuple[Tensor, Tensor]:
-    r"""The joint phase by full-batch L-BFGS-B on the EULBO over ``(x, w)``.
+    r"""The joint phase by L-BFGS-B on the deterministic EULBO over ``(x, w)``.
 
-    The EULBO of ``eulbo`` (all data, fixed quadrature or base samples) is a
-    deterministic function of the candidates and ``w``, so it can be maximized
-    to a stationary point like the collapsed ELBO of ``fit_elbo_collapsed``.
-    The candidates are optimized on the unit cube of ``bounds`` (L-BFGS-B
-    bounds), ``w`` over the blocks of ``options.joint_parameters``
-    unconstrained (their constraints are GPyTorch transforms). L-BFGS-B only
-    accepts improving steps, so the result is never below the warm start; a
+    With the quadrature points or base samples fixed, the EULBO of ``eulbo`` is
+    a deterministic function of the candidates and ``w``, so L-BFGS-B, which
+    only accepts steps that increase it, can maximize it from the warm start
+    without ever ending below it. The candidates are optimized on the unit
+    cube of ``bounds``, the selected blocks of ``w`` unconstrained (their
+    constraints are GPyTorch transforms).
+
+    The budget is ``joint_iterations(options, n)``: ``options.joint_max_iter``
+    iterations while ``n <= options.lbfgs_max_n``, and proportionally fewer
+    above, so that an iteration's ``O(n m^2)`` cost times their number stays
+    bounded in ``n``. The objective is always the full-data EULBO, so the
+    returned state is never below the warm start, whatever the budget. A
     failure (a singular matrix at a trial point, a non-finite value) restores
     the warm start and warns.
     """
     options = model.options
+    max_iter = joint_iterations(options, model.train_X_full.shape[-2])
     lower, span = bounds[0], (bounds[1] - bounds[0]).clamp_min(1e-12)
     unit = ((x0 - lower) / span).clamp(0.0, 1.0).clone().requires_grad_(True)
     w_params = joint_parameters(model)
     tensors = {"x": unit} | {f"w{i}": p for i, p in enumerate(w_params)}
     start_state = copy.deepcopy(model.state_dict())
+    w_start = [p.detach().clone() for p in w_params]
     model.train()
 
-    def value_at(X: Tensor) -> Tensor:
-        return eulbo(model, X, base_samples, utility)
+    def full_value(X: Tensor) -> float:
+        with torch.no_grad():
+            return eulbo(model, X, base_samples, utility).item()
 
     def closure() -> tuple[Tensor, list[Tensor | None]]:
         for t in tensors.values():
             t.grad = None
-        loss = -value_at(lower + span * unit)
+        loss = -eulbo(model, lower + span * unit, base_samples, utility)
         loss.backward()
         return loss.detach(), [t.grad for t in tensors.values()]
 
-    with torch.no_grad():
-        warm_value = value_at(x0).item()
+    warm_value = full_value(x0)
     warm_utility = _utility_value(model, x0, base_samples, utility)
-    failed, candidates = None, x0
+    grad_share = _utility_gradient_share(model, w_params, x0, base_samples, utility)
+    failed, candidates, steps = None, x0, 0
     try:
         result = scipy_minimize(
             closure,
             tensors,
             bounds={"x": (0.0, 1.0)},
-            options={"maxiter": options.lbfgs_max_iter},
+            options={"maxiter": max_iter},
         )
         steps = result.step
-        with torch.no_grad():
-            candidates = (lower + span * unit).detach().clone()
-            value = value_at(candidates).item()
+        candidates = (lower + span * unit).detach().clone()
+        value = full_value(candidates)
     # A trial point with a singular K_ZZ or A, or one where it has NaNs (e.g. an
     # overflowing lengthscale or outputscale of a kernel without priors).
     except (NotPSDError, NanError) as e:
@@ -435,6 +436,12 @@ def _optimize_eulbo_lbfgs(
     if diverged or value < warm_value:
         model.load_state_dict(start_state)
         candidates, value = x0, warm_value
+    w_moved = math.sqrt(
+        sum(
+            float((p.detach() - p0).pow(2).sum())
+            for p, p0 in zip(w_params, w_start, strict=True)
+        )
+    )
     model.eval()
     return _finish(
         model,
@@ -451,7 +458,63 @@ def _optimize_eulbo_lbfgs(
         steps=steps,
         diverged=diverged,
         optimizer="lbfgs",
+        w_moved=w_moved,
+        utility_gradient_share=grad_share,
+        max_iter=max_iter,
     )
+
+
+def joint_iterations(options, n: int) -> int:
+    r"""The L-BFGS-B iteration budget of the joint EULBO phase at ``n`` points.
+
+    ``options.joint_max_iter`` while ``n <= options.lbfgs_max_n``; above,
+    ``joint_max_iter * lbfgs_max_n / n`` (at least ``_MIN_JOINT_ITERATIONS``),
+    which keeps the phase's cost, ``O(iterations * n * m^2)``, bounded in ``n``.
+
+    Example:
+        >>> joint_iterations(EULBOOptions(), 10_000)
+        20
+
+    Args:
+        options: An ``EULBOOptions``.
+        n: Number of training points.
+
+    Returns:
+        The iteration budget.
+    """
+    if n <= options.lbfgs_max_n:
+        return options.joint_max_iter
+    scaled = options.joint_max_iter * options.lbfgs_max_n // n
+    return max(_MIN_JOINT_ITERATIONS, scaled)
+
+
+#: The smallest iteration budget of the joint phase at large ``n``.
+_MIN_JOINT_ITERATIONS = 5
+
+
+def _utility_gradient_share(
+    model: EULBOModel,
+    w_params: list[Tensor],
+    X: Tensor,
+    base_samples: Tensor | None,
+    utility: str,
+) -> float:
+    r"""``|g_u| / (|g_u| + |g_elbo|)``: the utility term's share of the EULBO's
+    gradient with respect to the selected ``w`` at ``X`` (a diagnostic)."""
+    model.train()
+    elbo = model._elbo(model.train_X_full, model.train_Y_std)
+    g_elbo = torch.autograd.grad(elbo, w_params, allow_unused=True)
+    util = (
+        model.utility_weight
+        * model.expected_log_utility(X.unsqueeze(0), base_samples, utility).sum()
+    )
+    g_util = torch.autograd.grad(util, w_params, allow_unused=True)
+
+    def norm(grads) -> float:
+        return math.sqrt(sum(float(g.pow(2).sum()) for g in grads if g is not None))
+
+    total = norm(g_util) + norm(g_elbo)
+    return norm(g_util) / total if total > 0 else 0.0
 
 
 def _finish(

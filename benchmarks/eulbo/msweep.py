@@ -1,0 +1,136 @@
+r"""EULBO against ELBO under identical pipelines: the m-sweep and the rover runs.
+
+Runs the runner's SVGP methods (``elbo-svgp``, ``eulbo-ei``, ``eulbo-kg`` and
+their ``turbo-*`` versions, or any registered method) in a plain BO loop and
+writes one row per BO step as it goes: the best value so far (minimization
+sign), the seconds of the step, and the model's diagnostics after the step
+(fitted noise, how far the joint phase moved the candidates and ``w``, the
+utility's share of the EULBO gradient, the EULBO at the warm start and at the
+returned state). Pairs share the seed, so the initial design (``--n-init``
+uniform points) and every step's seed are the same for both methods.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/eulbo/msweep.py --problem hartmann6 \
+        --methods elbo-svgp,eulbo-ei --m 25 --seeds 0,1,2 --budget 200 \
+        --output runs/msweep/hartmann6.csv
+    python benchmarks/eulbo/msweep.py --summary runs/msweep/hartmann6.csv --at 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import time
+from collections import defaultdict
+
+FIELDS = [
+    "problem", "method", "m", "seed", "n_evals", "best_value", "step_seconds",
+    "noise", "moved", "w_moved", "utility_gradient_share", "warm_start_eulbo",
+    "eulbo", "eulbo_steps", "utility", "warm_start_utility",
+]  # fmt: skip
+
+
+def run(args, method: str, m: int, seed: int, writer, handle) -> None:
+    import torch
+
+    from botorch_ext.runner.methods import MethodOptions, get_method
+    from botorch_ext.runner.problems import get_problem
+
+    torch.set_num_threads(1)
+    problem = get_problem(args.problem)
+    gen = torch.Generator().manual_seed(seed)
+    X = torch.rand(args.n_init, problem.dim, generator=gen, dtype=torch.double)
+    lower, upper = problem.bounds
+    X = lower + (upper - lower) * X
+    Y = -problem(X).unsqueeze(-1)
+    options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=m)
+    step = get_method(method).new_run()
+    while X.shape[0] < args.budget:
+        q = min(args.q, args.budget - X.shape[0])
+        tic = time.perf_counter()
+        cand = step(X, Y, problem.bounds, q, seed, options)
+        seconds = time.perf_counter() - tic
+        X = torch.cat([X, cand])
+        Y = torch.cat([Y, -problem(cand).unsqueeze(-1)])
+        diag = getattr(step, "diagnostics", {}) or {}
+        row = {
+            "problem": args.problem, "method": method, "m": m, "seed": seed,
+            "n_evals": X.shape[0], "best_value": -Y.max().item(),
+            "step_seconds": round(seconds, 3),
+        }  # fmt: skip
+        for key in FIELDS[7:]:
+            row[key] = diag.get(key)
+        writer.writerow(row)
+        handle.flush()
+
+
+def summary(path: str, at: int) -> None:
+    rows = list(csv.DictReader(open(path)))
+    final = {}
+    for r in rows:
+        key = (r["problem"], int(r["m"]), r["method"], int(r["seed"]))
+        if int(r["n_evals"]) <= at:
+            final[key] = float(r["best_value"])
+    groups = defaultdict(dict)
+    for (prob, m, method, seed), v in final.items():
+        groups[(prob, m)].setdefault(method, {})[seed] = v
+
+    def mse(xs):
+        mu = sum(xs) / len(xs)
+        if len(xs) < 2:
+            return mu, float("nan")
+        var = sum((x - mu) ** 2 for x in xs) / (len(xs) - 1)
+        return mu, math.sqrt(var / len(xs))
+
+    for (prob, m), by_method in sorted(groups.items()):
+        print(f"{prob} m={m} at {at}:")
+        for method, seeds in sorted(by_method.items()):
+            mu, se = mse(list(seeds.values()))
+            print(f"  {method:22s} n={len(seeds):2d} {mu:.3f} ± {se:.3f}")
+        base = by_method.get("elbo-svgp") or by_method.get("turbo-elbo-svgp")
+        for method, seeds in sorted(by_method.items()):
+            if base is None or seeds is base:
+                continue
+            common = sorted(set(seeds) & set(base))
+            if len(common) >= 2:
+                d = [seeds[s] - base[s] for s in common]
+                mu, se = mse(d)
+                wins = sum(x < 0 for x in d)
+                print(
+                    f"  paired {method} - ELBO: {mu:+.3f} ± {se:.3f} "
+                    f"(n={len(d)}, {method} better in {wins})"
+                )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--problem", default="hartmann6")
+    p.add_argument("--methods", default="elbo-svgp,eulbo-ei")
+    p.add_argument("--m", default="25")
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--budget", type=int, default=300)
+    p.add_argument("--n-init", type=int, default=100)
+    p.add_argument("--q", type=int, default=1)
+    p.add_argument("--output")
+    p.add_argument("--summary")
+    p.add_argument("--at", type=int, default=300)
+    args = p.parse_args()
+    if args.summary:
+        summary(args.summary, args.at)
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    new = not os.path.exists(args.output)
+    with open(args.output, "a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=FIELDS)
+        if new:
+            writer.writeheader()
+        for m in [int(v) for v in args.m.split(",")]:
+            for seed in [int(v) for v in args.seeds.split(",")]:
+                for method in args.methods.split(","):
+                    run(args, method, m, seed, writer, handle)
+
+
+if __name__ == "__main__":
+    main()
