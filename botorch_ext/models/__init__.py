@@ -1,6 +1,6 @@
 r"""Models: the approximation-aware SVGP of [Maus2024eulbo]_ and its utilities."""
 
-from botorch_ext.models.eulbo import EULBOModel, EULBOOptions
+from botorch_ext.models.eulbo import ELBO_SCALES, EULBOModel, EULBOOptions
 from botorch_ext.models.utilities import (
     expected_log_soft_improvement,
     gauss_hermite_normal,
@@ -8,6 +8,7 @@ from botorch_ext.models.utilities import (
 )
 
 __all__ = [
+    "ELBO_SCALES",
     "EULBOModel",
     "EULBOOptions",
     "expected_log_soft_improvement",

@@ -87,6 +87,11 @@ from botorch_ext.optim.fit import fit_elbo as _fit_elbo
 from botorch_ext.optim.turbo import kernel_lengthscale
 from botorch_ext.validation import check_positive, check_positive_int
 
+#: Named scalings of the ELBO term of the EULBO: the paper's eq. (8) sums the
+#: ELBO over the data (``"sum"``); the authors' code uses GPyTorch's per-datum
+#: ELBO (``"mean"``), which weighs the utility term ``n`` times more.
+ELBO_SCALES = {"paper": "sum", "authors": "mean"}
+
 
 @dataclass(frozen=True)
 class EULBOOptions:
@@ -398,7 +403,9 @@ class EULBOModel(SingleTaskVariationalGP):
                 ``GreedyImprovementReduction``.
             inducing_point_allocator: Overrides the default allocator (used
                 when the inducing points are allocated, not carried).
-            elbo_scale: ``"sum"`` (eq. 8) or ``"mean"`` (per datum, GPyTorch).
+            elbo_scale: ``"sum"`` (eq. 8; preset name ``"paper"``) or
+                ``"mean"`` (per datum, as GPyTorch's ``VariationalELBO`` and the
+                authors' code; preset name ``"authors"``), see ``ELBO_SCALES``.
             utility_weight: Weight of the expected log utility in the EULBO.
             alternation: ``"step"`` (Algorithm 1) or ``"epoch"``.
             options: Optimizer settings, see ``EULBOOptions``.
@@ -426,9 +433,11 @@ class EULBOModel(SingleTaskVariationalGP):
         _check_data(train_X, train_Y)
         check_positive_int("num_inducing_points", num_inducing_points)
         check_positive("utility_weight", utility_weight, allow_zero=True)
+        elbo_scale = ELBO_SCALES.get(elbo_scale, elbo_scale)
         if elbo_scale not in ("sum", "mean"):
             raise ValueError(
-                f"`elbo_scale` must be 'sum' or 'mean', got {elbo_scale!r}."
+                "`elbo_scale` must be 'sum', 'mean' or a preset of "
+                f"{sorted(ELBO_SCALES)}, got {elbo_scale!r}."
             )
         if alternation not in ALTERNATIONS:
             raise ValueError(

@@ -536,6 +536,7 @@ def _finish(
         "warm_start_utility": record.pop("warm_utility"),
         "utility": _utility_value(model, candidates, base_samples, utility),
         "moved": (candidates - x0).norm(dim=-1).max().item(),
+        "base_samples": base_samples,
         **record,
     }
     return candidates[:q], torch.tensor(value, dtype=bounds.dtype, device=bounds.device)

@@ -67,6 +67,7 @@ class TestOptimizeEULBO(BotorchTestCase):
             raw_samples=32,
             lr_x=0.01,
             elbo_optimizer="adam",
+            joint_optimizer="adam",
         )
         for dtype in (torch.float, torch.double):
             tkw = {"dtype": dtype, "device": self.device}
@@ -328,14 +329,28 @@ class TestJointPhaseOptions(BotorchTestCase):
         for k, v in model.state_dict().items():
             self.assertTrue(torch.equal(v, start[k]), k)
 
-    def test_auto_joint_optimizer(self):
+    def test_joint_iteration_budget(self):
+        from botorch_ext.optim.eulbo import joint_iterations
+
+        opts = EULBOOptions()
+        # Pinned defaults: L-BFGS, 100 iterations up to 2,000 points.
+        self.assertEqual(opts.joint_optimizer, "lbfgs")
+        self.assertEqual(opts.joint_max_iter, 100)
+        self.assertEqual(opts.lbfgs_max_n, 2000)
+        self.assertEqual(joint_iterations(opts, 2000), 100)
+        # Above lbfgs_max_n the budget shrinks as 1 / n: n * iterations is
+        # bounded, never below the floor of 5.
+        self.assertEqual(joint_iterations(opts, 10_000), 20)
+        self.assertEqual(joint_iterations(opts, 4000), 50)
+        self.assertEqual(joint_iterations(opts, 10**7), 5)
+        for n in (2001, 3000, 7777, 10_000, 40_000):
+            self.assertLessEqual(n * joint_iterations(opts, n), 2000 * 100)
+        # The phase runs with that budget.
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        for max_n, expected in ((10_000, "lbfgs"), (5, "adam")):
-            model = self._fitted(
-                torch.double, joint_optimizer="auto", lbfgs_max_n=max_n
-            )
-            model.optimize_eulbo(bounds, q=1, seed=0)
-            self.assertEqual(model.last_optimization["optimizer"], expected)
+        model = self._fitted(torch.double, lbfgs_max_n=20, joint_max_iter=10)
+        model.optimize_eulbo(bounds, q=1, seed=0)
+        self.assertEqual(model.last_optimization["max_iter"], 5)
+        self.assertLessEqual(model.last_optimization["steps"], 5)
 
     def test_lbfgs_joint_phase_kg_and_batch(self):
         bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
@@ -376,3 +391,87 @@ class TestJointPhaseOptions(BotorchTestCase):
             self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
             for k, v in model.state_dict().items():
                 self.assertTrue(torch.equal(v, start[k]), k)
+
+
+class TestDefaultJointPhase(BotorchTestCase):
+    r"""The default joint phase, from a converged ELBO fit, moves ``(x, w)`` and
+    returns an EULBO above the warm start's, evaluated independently on a copy
+    of the warm-start state with the same quadrature or base samples."""
+
+    def _converged(self, dtype, seed=0, **options):
+        X, Y = _data(dtype=dtype, seed=seed)
+        # Default joint phase; the ELBO fit converged (L-BFGS, collapsed bound).
+        opts = EULBOOptions(num_restarts=2, raw_samples=32, num_fantasies=4, **options)
+        model = EULBOModel(X, Y, num_inducing_points=10, options=opts)
+        return model
+
+    def _check_step(self, model, bounds, q, utility, seed):
+        model.fit_elbo(seed=seed)
+        fit = model.fit_elbo
+        model.fit_elbo = lambda seed=0: None  # the warm start's w is this fit
+        start = copy.deepcopy(model)
+        try:
+            cand, value = model.optimize_eulbo(bounds, q=q, utility=utility, seed=seed)
+        finally:
+            model.fit_elbo = fit
+        info = model.last_optimization
+        self.assertEqual(info["optimizer"], "lbfgs")
+        self.assertFalse(info["diverged"])
+        x0 = info["warm_start_candidates"]
+        x1 = cand if utility == "ei" else torch.cat([cand, info["fantasy_points"]])
+        base = info["base_samples"]
+        with torch.no_grad():
+            warm = eulbo(start, x0, base, utility).item()
+            new = eulbo(model, x1, base, utility).item()
+        self.assertAlmostEqual(value.item(), new, delta=1e-6 * abs(new))
+        # Strictly higher than the warm start: from a converged ELBO fit the
+        # utility term's gradient in w is not zero.
+        self.assertGreater(new, warm + 1e-8 * abs(warm))
+        # w moved: the variational parameters differ from the warm start's.
+        vd_new = model.model.variational_strategy._variational_distribution
+        vd_old = start.model.variational_strategy._variational_distribution
+        diff = max(
+            (a - b).abs().max().item()
+            for a, b in zip(vd_new.parameters(), vd_old.parameters(), strict=True)
+        )
+        self.assertGreater(diff, 0.0)
+        self.assertGreater(info["w_moved"], 0.0)
+        self.assertTrue(0.0 < info["utility_gradient_share"] <= 1.0)
+        return cand
+
+    def test_default_joint_phase_improves_on_the_warm_start(self):
+        for dtype in (torch.float, torch.double):
+            bounds = torch.tensor([[0.0, 0.1], [0.9, 1.0]], dtype=dtype)
+            for q, utility in ((1, "ei"), (2, "ei"), (1, "kg")):
+                model = self._converged(dtype)
+                self._check_step(model, bounds, q, utility, seed=3)
+
+    def test_default_joint_phase_with_carry_over(self):
+        # Two BO steps of Algorithm 1: the second starts from the carried w.
+        dtype = torch.double
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=dtype)
+        model = self._converged(dtype)
+        cand = self._check_step(model, bounds, 1, "ei", seed=0)
+        X = torch.cat([model.train_X_full, cand])
+        Y = torch.sin(5 * X).sum(-1, keepdim=True) - ((X - 0.7) ** 2).sum(
+            -1, keepdim=True
+        )
+        carried = model.carry_over(X, Y)
+        self._check_step(carried, bounds, 1, "ei", seed=1)
+
+    def test_paper_and_authors_scalings(self):
+        # Both presets run the same joint phase; the per-datum scale weights
+        # the utility n times more, so w moves further for the same data.
+        from botorch_ext.models.eulbo import ELBO_SCALES
+
+        self.assertEqual(ELBO_SCALES, {"paper": "sum", "authors": "mean"})
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)
+        moved = {}
+        for preset, scale in ELBO_SCALES.items():
+            X, Y = _data()
+            opts = EULBOOptions(num_restarts=2, raw_samples=32)
+            model = EULBOModel(X, Y, 10, options=opts, elbo_scale=preset)
+            self.assertEqual(model.elbo_scale, scale)
+            self._check_step(model, bounds, 1, "ei", seed=0)
+            moved[preset] = model.last_optimization["utility_gradient_share"]
+        self.assertGreaterEqual(moved["authors"], moved["paper"])
