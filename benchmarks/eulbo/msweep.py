@@ -14,6 +14,11 @@ Usage:
         --methods elbo-svgp,eulbo-ei --m 25 --seeds 0,1,2 --budget 200 \
         --output runs/msweep/hartmann6.csv
     python benchmarks/eulbo/msweep.py --summary runs/msweep/hartmann6.csv --at 200
+
+A (method, m, seed) whose rows already reach ``--budget`` in ``--output`` is
+skipped; an unfinished one is run again from its start (rows are appended, and
+the summary reads the last row at or below ``--at``). ``NAME@authors`` runs
+``NAME`` with the authors' per-datum ELBO scaling.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ FIELDS = [
 def run(args, method: str, m: int, seed: int, writer, handle) -> None:
     import torch
 
-    from botorch_ext.runner.methods import MethodOptions, get_method
+    from botorch_ext.runner.methods import MethodOptions
     from botorch_ext.runner.problems import get_problem
 
     torch.set_num_threads(1)
@@ -46,7 +51,7 @@ def run(args, method: str, m: int, seed: int, writer, handle) -> None:
     X = lower + (upper - lower) * X
     Y = -problem(X).unsqueeze(-1)
     options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=m)
-    step = get_method(method).new_run()
+    step = _method(method).new_run()
     while X.shape[0] < args.budget:
         q = min(args.q, args.budget - X.shape[0])
         tic = time.perf_counter()
@@ -66,6 +71,30 @@ def run(args, method: str, m: int, seed: int, writer, handle) -> None:
         handle.flush()
 
 
+def _method(name: str):
+    r"""A registered method, or ``NAME@authors``: the same with the per-datum
+    ELBO of the authors' code (``elbo_scale="authors"``)."""
+    import copy
+
+    from botorch_ext.runner.methods import get_method
+
+    if name.endswith("@authors"):
+        method = copy.copy(get_method(name.removesuffix("@authors")))
+        method.model_kwargs = dict(method.model_kwargs) | {"elbo_scale": "mean"}
+        return method
+    return get_method(name)
+
+
+def _done(path: str, budget: int) -> set:
+    if not os.path.exists(path):
+        return set()
+    return {
+        (r["method"], int(r["m"]), int(r["seed"]))
+        for r in csv.DictReader(open(path))
+        if int(r["n_evals"]) >= budget
+    }
+
+
 def summary(path: str, at: int) -> None:
     rows = list(csv.DictReader(open(path)))
     final = {}
@@ -73,7 +102,7 @@ def summary(path: str, at: int) -> None:
         key = (r["problem"], int(r["m"]), r["method"], int(r["seed"]))
         if int(r["n_evals"]) <= at:
             final[key] = float(r["best_value"])
-    groups = defaultdict(dict)
+    groups: dict = defaultdict(dict)
     for (prob, m, method, seed), v in final.items():
         groups[(prob, m)].setdefault(method, {})[seed] = v
 
@@ -122,6 +151,7 @@ def main() -> None:
         return
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     new = not os.path.exists(args.output)
+    done = _done(args.output, args.budget)
     with open(args.output, "a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=FIELDS)
         if new:
@@ -129,7 +159,8 @@ def main() -> None:
         for m in [int(v) for v in args.m.split(",")]:
             for seed in [int(v) for v in args.seeds.split(",")]:
                 for method in args.methods.split(","):
-                    run(args, method, m, seed, writer, handle)
+                    if (method, m, seed) not in done:
+                        run(args, method, m, seed, writer, handle)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ class TestIsotropicKernel(BotorchTestCase):
                 )
             )
             self.assertEqual(out_prior.concentration.item(), 2.0)
-            self.assertEqual(out_prior.rate.item(), 0.15)
+            self.assertAlmostEqual(out_prior.rate.item(), 0.15)
 
     def test_without_outputscale_and_values(self):
         kernel = get_isotropic_rbf_kernel_with_dim_scaled_prior(
