@@ -44,7 +44,6 @@ from botorch.models.model import Model
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.models.utils.gpytorch_modules import (
-    get_covar_module_with_dim_scaled_prior,
     get_gaussian_likelihood_with_lognormal_prior,
 )
 from botorch.models.utils.inducing_point_allocators import (
@@ -59,6 +58,9 @@ from gpytorch.mlls import VariationalELBO
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
+from botorch_ext.kernels.dim_scaled import (
+    get_isotropic_rbf_kernel_with_dim_scaled_prior,
+)
 from botorch_ext.models import utilities
 from botorch_ext.models.utilities import (  # noqa: F401  (re-exported)
     DEFAULT_NUM_QUADRATURE_POINTS,
@@ -337,32 +339,18 @@ class EULBOModel(SingleTaskVariationalGP):
       minibatch (Algorithm 1); ``"epoch"`` takes a full epoch (or round) of
       w-steps, then one x-step.
 
-    **The kernel.** The paper does not name one; the authors' code uses an
-    isotropic ``ScaleKernel(RBFKernel())`` with GPyTorch's defaults (no priors).
-    The default here is BoTorch's ARD RBF kernel with the dimension-scaled
-    lengthscale prior (no outputscale), which the project's earlier
-    measurements (rover, TuRBO) used. Pass the authors' kernel as
-    ``covar_module=ScaleKernel(RBFKernel())`` for low-dimensional BO with few
-    inducing points:
-    on Hartmann6 with ``m = 100`` the ELBO of the ARD kernel switches input
-    dimensions off (lengthscales of 2-29 on the unit cube in 3 of 10 runs,
-    where the exact GP's are below 1; an ARD ``ScaleKernel`` without priors
-    does the same) and the runs stall 0.19 behind an exact GP after 300
-    evaluations, while the authors' kernel ends 0.05 behind it (10 seeds;
-    ``benchmarks/README.md`` 7.9). It is not the default because it
-    is not safe in high dimensions: on the 60-D rover with TuRBO its converged
-    fit (no priors) degenerates to a constant plus noise from the second step
-    on (lengthscale 113, noise variance 0.92-0.96 on noise-free data), where
-    the ARD kernel with its prior keeps lengthscales of 5-10 and a noise
-    variance of 0.08-0.13 (1 of 3 seeds degenerated). The isotropic RBF with
-    BoTorch's dimension-scaled lengthscale prior inside a ``ScaleKernel`` with a
-    ``GammaPrior(2.0, 0.15)`` outputscale prior did not degenerate there (3
-    seeds), led the ARD default on the rover after 300 evaluations (3 of 3
-    seeds) and 1,000 (2 of 2), and matched the authors' kernel on Hartmann6
-    (``benchmarks/README.md`` 7.10); it is the candidate default, not switched
-    on two long rover runs. A ``covar_module`` is used
-    as given; ``carry_over`` copies the previous model's kernel with its
-    fitted values.
+    **The kernel.** The paper does not name one. The default is an isotropic
+    RBF kernel with BoTorch's dimension-scaled lengthscale prior inside a
+    ``ScaleKernel`` with BoTorch's Gamma(2, 0.15) outputscale prior
+    (``botorch_ext.kernels.get_isotropic_rbf_kernel_with_dim_scaled_prior``):
+    the ELBO of BoTorch's ARD kernel with ``m`` inducing points tends to switch
+    input dimensions off, and the prior-free ``ScaleKernel(RBFKernel())`` of
+    the authors' code can degenerate to a constant plus noise in high
+    dimensions; the default did neither in the measurements of the docs' EULBO
+    page. BoTorch's ARD kernel is
+    ``covar_module=get_covar_module_with_dim_scaled_prior(ard_num_dims=d)``. A
+    ``covar_module`` is used as given; ``carry_over`` copies the previous
+    model's kernel with its fitted values.
 
     Example:
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
@@ -464,11 +452,8 @@ class EULBOModel(SingleTaskVariationalGP):
         if covar_module is None and isinstance(previous_model, EULBOModel):
             covar_module = copy.deepcopy(previous_model.model.covar_module)
         if covar_module is None:
-            # BoTorch's defaults (dimension-scaled lengthscale prior, LogNormal(-4,
-            # 1) noise prior), with their floors enforced for Adam.
-            covar_module = _enforce_floor(
-                get_covar_module_with_dim_scaled_prior(ard_num_dims=train_X.shape[-1]),
-                "lengthscale",
+            covar_module = get_isotropic_rbf_kernel_with_dim_scaled_prior(
+                train_X.shape[-1]
             )
         elif not isinstance(covar_module, Kernel):
             raise ValueError(

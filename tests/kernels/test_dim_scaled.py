@@ -24,7 +24,9 @@ class TestIsotropicKernel(BotorchTestCase):
             prior = base.lengthscale_prior
             self.assertIsInstance(prior, LogNormalPrior)
             # The closed form of BoTorch's prior, and BoTorch's object itself.
-            self.assertAlmostEqual(prior.loc.item(), math.sqrt(2) + 0.5 * math.log(d))
+            self.assertAlmostEqual(
+                prior.loc.item(), math.sqrt(2) + 0.5 * math.log(d), places=5
+            )
             self.assertAlmostEqual(prior.scale.item(), math.sqrt(3))
             self.assertTrue(torch.equal(prior.loc, ref.lengthscale_prior.loc))
             self.assertTrue(torch.equal(prior.scale, ref.lengthscale_prior.scale))
@@ -67,3 +69,26 @@ class TestIsotropicKernel(BotorchTestCase):
         for bad in (0, -2, 1.5):
             with self.assertRaisesRegex(ValueError, "`d`"):
                 get_isotropic_rbf_kernel_with_dim_scaled_prior(bad)
+
+
+class TestARDKernel(BotorchTestCase):
+    def test_botorchs_kernel_with_a_softplus_floor(self):
+        from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior
+
+        for d in (2, 6):
+            kernel = get_ard_rbf_kernel_with_dim_scaled_prior(d)
+            ref = get_covar_module_with_dim_scaled_prior(ard_num_dims=d)
+            self.assertEqual(kernel.ard_num_dims, d)
+            torch.testing.assert_close(kernel.lengthscale, ref.lengthscale)
+            self.assertTrue(
+                torch.equal(kernel.lengthscale_prior.loc, ref.lengthscale_prior.loc)
+            )
+            # BoTorch's floor has no transform; this one a softplus, same bound.
+            self.assertIsNone(ref.raw_lengthscale_constraint._transform)
+            self.assertIsNotNone(kernel.raw_lengthscale_constraint._transform)
+            self.assertEqual(
+                kernel.raw_lengthscale_constraint.lower_bound.item(),
+                ref.raw_lengthscale_constraint.lower_bound.item(),
+            )
+            kernel.raw_lengthscale.data.fill_(-50.0)
+            self.assertTrue((kernel.lengthscale >= 0.025 - 1e-7).all())

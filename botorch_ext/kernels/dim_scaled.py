@@ -1,10 +1,15 @@
-r"""An isotropic RBF kernel under BoTorch's dimension-scaled lengthscale prior.
+r"""RBF kernels under BoTorch's dimension-scaled lengthscale prior.
 
 BoTorch's default covariance [Hvarfner2024vanilla]_ is an ARD RBF kernel whose
-lengthscales have a LogNormal prior that grows with the dimension ``d``. This
-module builds the isotropic version (one lengthscale shared by all inputs) from
-BoTorch's own prior objects, optionally inside a ``ScaleKernel`` with the
-Gamma(2, 0.15) outputscale prior of BoTorch's Matern kernel:
+lengthscales have a LogNormal prior that grows with the dimension ``d``; its
+lengthscale floor is left to L-BFGS-B's bounds. This module builds, from
+BoTorch's own prior objects and with the floor enforced by a softplus transform
+(so that Adam and L-BFGS on unconstrained parameters keep it):
+
+* ``get_ard_rbf_kernel_with_dim_scaled_prior``: BoTorch's ARD kernel;
+* ``get_isotropic_rbf_kernel_with_dim_scaled_prior``: one lengthscale shared
+  by all inputs, optionally inside a ``ScaleKernel`` with the Gamma(2, 0.15)
+  outputscale prior of BoTorch's Matern kernel:
 
     k(x, x') = s * exp(-||x - x'||^2 / (2 l^2)),
     l ~ LogNormal(sqrt(2) + log(d) / 2, sqrt(3)),   s ~ Gamma(2, 0.15).
@@ -32,6 +37,33 @@ from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 
 from botorch_ext.validation import check_positive_int
+
+
+def get_ard_rbf_kernel_with_dim_scaled_prior(d: int) -> Kernel:
+    r"""BoTorch's ARD RBF kernel, its lengthscale floor enforced by a softplus.
+
+    ``get_covar_module_with_dim_scaled_prior(ard_num_dims=d)`` with the
+    untransformed ``GreaterThan(0.025)`` floor replaced by the same floor under
+    GPyTorch's softplus transform, keeping the initial lengthscales (the
+    prior's mode): minibatch Adam steps straight through an untransformed
+    floor.
+
+    Example:
+        >>> kernel = get_ard_rbf_kernel_with_dim_scaled_prior(d=6)
+
+    Args:
+        d: Input dimension.
+
+    Returns:
+        The ``RBFKernel`` with ``d`` lengthscales.
+    """
+    check_positive_int("d", d)
+    kernel = get_covar_module_with_dim_scaled_prior(ard_num_dims=d)
+    value = kernel.lengthscale.detach().clone()
+    floor = kernel.raw_lengthscale_constraint.lower_bound
+    kernel.register_constraint("raw_lengthscale", GreaterThan(floor), replace=True)
+    kernel.initialize(lengthscale=value)
+    return kernel
 
 
 def get_isotropic_rbf_kernel_with_dim_scaled_prior(
