@@ -52,7 +52,8 @@ class SVGPMethod:
             Each run gets its own copy.
         kernel: Makes the SVGP's kernel for ``d``-dimensional inputs (called
             once per run, at its first model; ``carry_over`` copies it on);
-            ``None`` for ``EULBOModel``'s default.
+            ``None`` for ``EULBOModel``'s default. The runner's registered
+            methods pass ``svgp_ard_kernel``.
     """
 
     def __init__(
