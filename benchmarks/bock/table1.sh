@@ -3,8 +3,8 @@
 # the only difference between methods; centre initial design (the paper's start),
 # 10 initial points, q = 1. Optimizer settings are reduced (256 raw samples,
 # 5 restarts) to fit a 2-core machine; they are the same for every method.
-# The grid was sized to one 3-hour session on 2 cores (see benchmarks/README.md
-# for what was left out).
+# The grid was sized to one 3-hour session on 2 cores (what was left out: section
+# 6.6 of `git show 3fee027:benchmarks/README.md`).
 # Usage: bash benchmarks/bock/table1.sh [OUT_DIR]   (OUT_DIR/<name>/results.csv)
 set -euo pipefail
 OUT=${1:-benchmarks/bock/results/bock}
@@ -18,7 +18,7 @@ ALL=$BOCK,matern,gpytorch-cylindrical,qlogei
 # Arguments after COMMON win (argparse keeps the last value).
 run() { name=$1; shift; botorch-ext compare "${COMMON[@]}" "$@" --output "$OUT/$name"; }
 # Stages: STAGE=N runs stages N and later; STAGES="3 5" runs just those. The
-# session ran them in this order and stopped where benchmarks/README.md says.
+# session ran them in this order and stopped where that section says.
 STAGE=${STAGE:-1}
 STAGES=${STAGES:-}
 stage() {

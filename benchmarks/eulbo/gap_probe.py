@@ -1,8 +1,8 @@
 r"""Why does the ELBO-fitted SVGP trail the exact GP on Hartmann6? A 2 x 2 probe.
 
-Issue 12 (section 7.6 of ``benchmarks/README.md``): after the carried-state fix,
-``elbo-svgp`` still ends 0.37 +- 0.10 behind the exact GP (``qlogei``) after 200
-evaluations of Hartmann6. This script separates the two things an SVGP changes:
+After the carried-state fix, ``elbo-svgp`` still ends 0.37 +- 0.10 behind the
+exact GP (``qlogei``) after 200 evaluations of Hartmann6. This script separates
+the two things an SVGP changes:
 
 * the **hyperparameters** (lengthscales, noise, constant mean) that its ELBO
   chooses, against those the exact marginal likelihood (MAP) chooses, and
