@@ -1,14 +1,7 @@
 r"""The runner's covariance modules: by name (``KERNELS``) for ``fit_model``
 (BOCK's cylindrical kernel and its variants, isotropic Matern-5/2 baselines and
 GPyTorch's own cylindrical kernel, each for inputs in the unit cube), and
-``svgp_ard_kernel``, the kernel of the runner's SVGP methods.
-
-References
-
-.. [Hvarfner2024vanilla]
-    C. Hvarfner, E. O. Hellsten and L. Nardi. Vanilla Bayesian optimization
-    performs great in high dimensions. ICML, 2024.
-"""
+``svgp_ard_kernel``, the kernel of the runner's SVGP methods."""
 
 from __future__ import annotations
 
@@ -98,7 +91,7 @@ def svgp_ard_kernel(d: int) -> Kernel:
     r"""The kernel of the runner's SVGP methods: BoTorch's default ARD RBF kernel.
 
     ``get_covar_module_with_dim_scaled_prior(ard_num_dims=d)`` (an ARD RBF with
-    the dimension-scaled LogNormal lengthscale prior [Hvarfner2024vanilla]_ and a
+    the dimension-scaled LogNormal lengthscale prior of Hvarfner et al. (2024) and a
     floor of 0.025), with its floor enforced by a softplus transform: BoTorch
     leaves the floor untransformed, which ``fit_gpytorch_mll``'s L-BFGS-B
     respects through bounds but minibatch Adam (the ELBO and EULBO fits) steps
