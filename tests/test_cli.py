@@ -177,7 +177,9 @@ class TestCLI(BotorchTestCase):
             base = ["--budget", "8", "--n-init", "4"]
             cases = {
                 "choose from branin": ["run", "--problem", "x", "--method", "random"],
-                "choose from random": ["run", "--problem", "branin", "--method", "x"],
+                "unknown method 'x'; see `botorch-ext methods`": [
+                    "run", "--problem", "branin", "--method", "x"
+                ],
                 "at least the initial design": [
                     "run", "--problem", "branin", "--method", "random", "--n-init", "9"
                 ],
