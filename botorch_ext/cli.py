@@ -1,8 +1,9 @@
 r"""Command-line front end: parse, validate, call the runner, print.
 
-Subcommands: ``problems`` (list them), ``run`` (one BO loop), ``compare`` (methods
-x seeds, in worker processes or on Dask, with a summary table and a plot),
-``demo`` (a small comparison for a first look), and ``plot`` and ``summary``
+Subcommands: ``problems`` and ``methods`` (list them), ``run`` (one BO loop),
+``compare`` (methods x seeds, in worker processes or on Dask, with a summary
+table and a plot), ``demo`` (a small comparison for a first look), and ``plot``
+and ``summary``
 (redraw and tabulate stored results of one or more output directories). Bad
 input ends with a one-line error naming the valid choices and exit status 2;
 Ctrl-C keeps the rows written so far and exits with 130. An output directory
@@ -24,6 +25,7 @@ from botorch_ext.runner.compare import BACKENDS
 from botorch_ext.runner.loop import INITS, RunConfig
 from botorch_ext.runner.methods import (
     INITIAL_CONDITIONS,
+    METHOD_SUMMARIES,
     METHODS,
     OUTCOME_TRANSFORMS,
     MethodOptions,
@@ -132,9 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=__version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.add_parser("problems", help="list problems, dimensions and optima")
+    sub.add_parser("methods", help="list the methods, one line each")
     run = sub.add_parser("run", help="run one BO loop")
     _add_common(run)
-    run.add_argument("--method", required=True, help=f"one of: {', '.join(METHODS)}")
+    run.add_argument(
+        "--method",
+        required=True,
+        help="a name from `botorch-ext methods`, or module:attribute",
+    )
     run.add_argument("--seed", type=int, default=0)
     _add_output(run, "results")
     compare = sub.add_parser("compare", help="compare methods over seeds")
@@ -197,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "problems":
         return _problems()
+    if args.command == "methods":
+        return _methods()
     try:
         if args.command == "plot":
             return _plot(args.dirs, args.output, args.band)
@@ -304,6 +313,17 @@ def _problems() -> int:
         "module:callable, your own SyntheticTestFunction subclass or factory"
     )
     print("every problem is exposed to BoTorch on [0, 1]^d")
+    return 0
+
+
+def _methods() -> int:
+    width = max(map(len, METHODS)) + 2
+    for name, summary in METHOD_SUMMARIES.items():
+        print(f"{name:<{width}}{summary}")
+    print(
+        "also module:attribute, a method in an importable module (see "
+        "botorch_ext.runner.methods.register_method)"
+    )
     return 0
 
 

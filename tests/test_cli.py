@@ -46,6 +46,30 @@ class TestCLI(BotorchTestCase):
         self.assertIn("rosenbrock", out)
         self.assertIn("-3.32237", out)
 
+    def test_methods(self):
+        from botorch_ext.runner.methods import METHOD_SUMMARIES
+
+        code, out, _ = _main(["methods"])
+        self.assertEqual(code, 0)
+        lines = out.strip().splitlines()
+        # One line per method, then the pointer to module:attribute.
+        self.assertEqual(len(lines), len(METHOD_SUMMARIES) + 1)
+        self.assertLessEqual(len(METHOD_SUMMARIES), 25)
+        for line, (name, summary) in zip(lines, METHOD_SUMMARIES.items(), strict=False):
+            self.assertEqual(line.split()[0], name)
+            self.assertTrue(line.endswith(summary))
+        self.assertIn("module:attribute", lines[-1])
+
+    def test_unknown_method_points_to_the_listing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["run", "--problem", "branin", "--method", "nope",
+                    "--budget", "5", "--output", tmp]  # fmt: skip
+            code, out, err = _main(argv)
+        self.assertEqual(code, 2)
+        self.assertIn("unknown method 'nope'; see `botorch-ext methods`", err)
+        self.assertNotIn("qlogei", err)  # not every name
+        self.assertEqual(len(err.strip().splitlines()), 1)
+
     def test_run_writes_results_and_config(self):
         with tempfile.TemporaryDirectory() as tmp:
             argv = ["run", "--problem", "branin", "--method", "random", "--budget", "7",
@@ -153,7 +177,9 @@ class TestCLI(BotorchTestCase):
             base = ["--budget", "8", "--n-init", "4"]
             cases = {
                 "choose from branin": ["run", "--problem", "x", "--method", "random"],
-                "choose from random": ["run", "--problem", "branin", "--method", "x"],
+                "unknown method 'x'; see `botorch-ext methods`": [
+                    "run", "--problem", "branin", "--method", "x"
+                ],
                 "at least the initial design": [
                     "run", "--problem", "branin", "--method", "random", "--n-init", "9"
                 ],

@@ -85,28 +85,23 @@ class qES(MCAcquisitionFunction):
     ``1e-2`` nats at ``num_inner_samples=64``); the bias shrinks like
     ``1 / num_inner_samples``.
 
-    Where it stands (``benchmarks/README.md``, section 11: BoTorch's default
-    ``SingleTaskGP``, 10 Sobol points then 30 evaluations, 10 seeds, Thompson
-    representers): at ``q = 1`` it trails BoTorch's ``qMaxValueEntropy`` and
-    GIBBON (Hartmann6: -2.99 against -3.18 and -3.18; Branin: regret 0.03
-    against 0.01), because entropy over the maximiser's *location* spends
+    When to use it: measured against BoTorch's ``qMaxValueEntropy`` and GIBBON
+    (see the qES page of the documentation), ``qES`` trails them for sequential
+    BO (``q = 1``), because entropy over the maximiser's *location* spends
     evaluations telling nearby candidate maximisers apart rather than refining
-    the incumbent. At ``q = 3`` (a joint batch, where MES and GIBBON build theirs
-    greedily) it is close to ``qMaxValueEntropy`` (Hartmann6 -2.97 against -3.07,
-    paired +0.10 +- 0.08; Branin regret 0.045 against 0.018) at a quarter of its
-    time, and ahead of GIBBON (-2.83; Branin regret 0.73). For sequential BO
-    prefer BoTorch's max-value entropy searches; use ``qES`` for batches, or
-    where the distribution of the maximiser's location itself is wanted. Draw
-    the representers with ``draw_representer_points(..., scheme="thompson",
-    num_around_best=512)`` (what the input constructor does): the EI-weighted
-    default spreads them over the whole space and costs 0.16 in best value on
-    Hartmann6.
+    the incumbent; for joint batches (``q > 1``), where those build their batch
+    greedily, it is competitive at lower cost. Use it for batches, or where the
+    distribution of the maximiser's location itself is wanted.
+
+    Representer points come from ``draw_representer_points``, whose defaults
+    (sampled maximisers over a pool enriched near the incumbent) were chosen by
+    measurement; the defaults ``num_fantasies=32`` and ``num_inner_samples=128``
+    likewise (larger counts cost little, since the entropy is computed by
+    matrix products).
 
     Example:
         >>> model = SingleTaskGP(train_X, train_Y)
-        >>> R = draw_representer_points(
-        ...     model, bounds, num_points=64, scheme="thompson", num_around_best=512
-        ... )
+        >>> R = draw_representer_points(model, bounds, num_points=64)
         >>> acqf = qES(model, representer_points=R)
         >>> candidates, value = optimize_acqf(
         ...     acqf, bounds=bounds, q=2, num_restarts=10, raw_samples=512
@@ -137,10 +132,8 @@ class qES(MCAcquisitionFunction):
                 outcomes' standard deviation).
             num_fantasies: Number of fantasy observations ``y`` at ``X``.
             num_inner_samples: Number of draws of ``f(R)`` used to estimate each
-                ``p_max``. 32 and 128 (the defaults since issue 15; 16 and 64
-                before) gave better Hartmann6 runs at about the same cost, since
-                the entropy is computed by matrix products
-                (``benchmarks/README.md``, section 11).
+                ``p_max``; the Jensen bias of the entropy estimate shrinks like
+                ``1 / num_inner_samples``.
             posterior_transform: A ``PosteriorTransform`` (optional).
             X_pending: A ``n x d``-dim tensor of pending points, conditioned on
                 jointly with ``X``.
@@ -421,8 +414,8 @@ def draw_representer_points(
     posterior_transform: PosteriorTransform | None = None,
     seed: int | None = None,
     uniform_fraction: float = 0.25,
-    scheme: str = "ei",
-    num_around_best: int = 0,
+    scheme: str = "thompson",
+    num_around_best: int = 512,
     X_baseline: Tensor | None = None,
 ) -> Tensor:
     r"""Draw representer points for ``qES``.
@@ -445,6 +438,11 @@ def draw_representer_points(
       optima; duplicates are dropped and the remaining slots are filled as in
       ``"ei"``.
 
+    The defaults (``scheme="thompson"``, ``num_around_best=512``) were chosen by
+    measurement: they put the representers near the incumbent, where the
+    EI-weighted Sobol draw spreads them over the whole space and the BO loop
+    found worse values (see the qES page of the documentation).
+
     Example:
         >>> R = draw_representer_points(model, bounds=torch.tensor([[0.0], [1.0]]))
 
@@ -457,9 +455,11 @@ def draw_representer_points(
         posterior_transform: A ``PosteriorTransform`` (optional).
         seed: Seed for the Sobol candidates and the subsampling.
         uniform_fraction: Weight in ``[0, 1]`` of the uniform component.
-        scheme: ``"ei"`` or ``"thompson"`` (see above).
+        scheme: ``"thompson"`` (sampled maximisers, the default) or ``"ei"``
+            (EI-weighted sampling); see above.
         num_around_best: Number of pool points perturbed around the best
-            inputs of ``X_baseline`` (0 disables).
+            inputs of ``X_baseline`` (512 by default; 0 disables, which a model
+            without ``train_inputs`` and no ``X_baseline`` needs).
         X_baseline: A ``n x d``-dim tensor of evaluated inputs, in the space of
             ``bounds``, for ``num_around_best``; the model's ``train_inputs`` if
             None (which are transformed inputs if the model has an input
@@ -567,8 +567,9 @@ def _around_best(
         train_inputs = getattr(model, "train_inputs", None)
         if not isinstance(train_inputs, tuple) or len(train_inputs) == 0:
             raise ValueError(
-                "`num_around_best` > 0 needs `X_baseline` or a model with "
-                f"`train_inputs`, got a {type(model).__name__}."
+                "`num_around_best` > 0 (512 by default) needs `X_baseline` or a "
+                f"model with `train_inputs`, got a {type(model).__name__}; pass "
+                "`X_baseline` or `num_around_best=0`."
             )
         X_baseline = train_inputs[0]
     X = X_baseline.to(bounds).reshape(-1, X_baseline.shape[-1])

@@ -316,12 +316,10 @@ def construct_inputs_qES(
         representer_points: A ``m x d``-dim tensor of representer points; drawn
             with ``draw_representer_points`` if None.
         num_representer_points: How many representer points to draw.
-        representer_scheme: ``draw_representer_points``'s ``scheme``;
-            ``"thompson"`` (sampled maximizers) by default, which put the
-            representers near the incumbent and improved Hartmann6 over the
-            EI-weighted Sobol draw (``benchmarks/README.md``, section 11).
+        representer_scheme: ``draw_representer_points``'s ``scheme``
+            (its default, ``"thompson"``: sampled maximizers).
         num_around_best: ``draw_representer_points``'s ``num_around_best``
-            (512 by default: the pool gains points near the best inputs).
+            (its default, 512: the pool gains points near the best inputs).
         tau: The temperature; ``0.01`` times the standard deviation of the
             training outcomes if None.
         num_fantasies: Number of fantasy observations.

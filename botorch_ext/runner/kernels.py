@@ -1,6 +1,7 @@
-r"""The runner's covariance modules by name (``KERNELS``), for ``fit_model``:
-BOCK's cylindrical kernel and its variants, isotropic Matern-5/2 baselines and
-GPyTorch's own cylindrical kernel, each for inputs in the unit cube."""
+r"""The runner's covariance modules: by name (``KERNELS``) for ``fit_model``
+(BOCK's cylindrical kernel and its variants, isotropic Matern-5/2 baselines and
+GPyTorch's own cylindrical kernel, each for inputs in the unit cube), and
+``svgp_ard_kernel``, the kernel of the runner's SVGP methods."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from collections.abc import Callable
 
 import torch
 from botorch.models.transforms.input import AffineInputTransform, InputTransform
+from botorch.models.utils.gpytorch_modules import (
+    get_covar_module_with_dim_scaled_prior,
+)
 from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
 from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
@@ -18,13 +22,14 @@ from botorch_ext.kernels import CylindricalKernel
 
 #: Floor on BOCK's linear angular weight ``c_1`` in the runner's ``bock``: MAP
 #: fits collapse the weights onto ``c = e_0`` (a radius-only model, blind to
-#: direction), and 0.05 is the value the issue-13 study tried on Rosenbrock-100.
+#: direction); the floor keeps a local gradient term (value chosen by
+#: measurement on Rosenbrock-100).
 BOCK_LINEAR_WEIGHT_FLOOR = 0.05
 
 
 def _bock_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
     # The continuous center rule with a floor on the linear (local gradient)
-    # term (benchmarks/README.md section 6.7).
+    # term.
     return CylindricalKernel(
         center_rule="continuous",
         angular_weights_floor=[0.0, BOCK_LINEAR_WEIGHT_FLOOR, 0.0, 0.0],
@@ -49,7 +54,7 @@ def _bock_scaled_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
 def _matern_scaled_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
     # The runner's `matern` with a learned amplitude, under the outputscale prior
     # of BoTorch's former default covariance (Gamma(2, 0.15)): the stronger
-    # Matern baseline (issue 13).
+    # Matern baseline.
     kernel, _ = _matern_kernel(d)
     return ScaleKernel(kernel, outputscale_prior=GammaPrior(2.0, 0.15)), None
 
@@ -80,6 +85,36 @@ def _gpytorch_cylindrical_kernel(d: int) -> tuple[Kernel, InputTransform | None]
         offset=torch.full((d,), 0.5),
     )
     return kernel, to_ball
+
+
+def svgp_ard_kernel(d: int) -> Kernel:
+    r"""The kernel of the runner's SVGP methods: BoTorch's default ARD RBF kernel.
+
+    ``get_covar_module_with_dim_scaled_prior(ard_num_dims=d)`` (an ARD RBF with
+    the dimension-scaled LogNormal lengthscale prior of Hvarfner et al. (2024) and a
+    floor of 0.025), with its floor enforced by a softplus transform: BoTorch
+    leaves the floor untransformed, which ``fit_gpytorch_mll``'s L-BFGS-B
+    respects through bounds but minibatch Adam (the ELBO and EULBO fits) steps
+    through. The runner's SVGP methods pass it explicitly, so each method name
+    keeps its model whatever ``EULBOModel``'s default kernel is.
+
+    Example:
+        >>> kernel = svgp_ard_kernel(6)
+        >>> kernel.lengthscale.shape
+        torch.Size([1, 6])
+
+    Args:
+        d: The input dimension.
+
+    Returns:
+        A fresh ``RBFKernel`` with ``ard_num_dims=d``.
+    """
+    kernel = get_covar_module_with_dim_scaled_prior(ard_num_dims=d)
+    value = kernel.lengthscale.detach().clone()
+    lower = kernel.raw_lengthscale_constraint.lower_bound
+    kernel.register_constraint("raw_lengthscale", GreaterThan(lower), replace=True)
+    kernel.initialize(lengthscale=value)
+    return kernel
 
 
 #: Covariance modules for ``fit_model``: name -> (covar_module, input_transform)

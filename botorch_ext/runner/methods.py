@@ -4,13 +4,35 @@ A method is one function from ``(train_X, train_Y, bounds, q, seed, options)`` t
 ``q x d`` tensor of candidates in ``bounds``; ``train_Y`` is in BoTorch's
 maximization sign and ``seed`` is the run's seed (methods derive per-iteration
 seeds from it and ``len(train_X)``, so a run is reproducible from its seed).
-Registering a function in ``METHODS`` is all it takes to add a method to
-``botorch-ext run`` and ``compare``. A method may report, after each call, a
-``diagnostics`` dict (the fitted model's state, written to the ``model_*``
-columns) and a ``timings`` dict whose ``"fit_seconds"`` is the part of the call
-spent fitting the model (the runner counts the rest as acquisition time; for the
-EULBO methods, which fit the SVGP jointly with the proposal, only setting up the
-model counts as fitting).
+Methods that carry state from one iteration to the next (``TurboMethod``,
+``SVGPMethod``) are objects whose ``new_run()`` returns a fresh callable per run.
+A method may report, after each call, a ``diagnostics`` dict (the fitted model's
+state, written to the ``model_*`` columns) and a ``timings`` dict whose
+``"fit_seconds"`` is the part of the call spent fitting the model (the runner
+counts the rest as acquisition time; for the EULBO methods, which fit the SVGP
+jointly with the proposal, only setting up the model counts as fitting).
+
+``METHODS`` holds the user-facing methods (``botorch-ext methods`` lists them):
+each paper's method with its recommended settings, and BoTorch's baselines.
+Other methods (research ablations, your own) plug in two ways:
+
+- ``module:attribute`` as the method name (``--method`` / ``--methods``), as for
+  problems: ``attribute`` (may be dotted) is a method of ``module``, which must be
+  importable (on ``PYTHONPATH``, on every worker too). ``get_method`` imports and
+  registers it under that name in each process, so it also works in worker
+  processes and on Dask workers.
+- ``register_method(name, method)`` in Python, before ``run_bo`` or
+  ``run_grid`` (in-process runs only: worker processes do not see it).
+
+A method's flags come from its attributes: ``sequential=True`` (it builds its
+batch point by point, as ``acquisition_method(..., sequential=True)`` sets),
+``gaussian_posterior=True`` (its acquisition needs a Gaussian posterior),
+``model_based=False`` (it fits no model); an ``SVGPMethod`` standardizes its
+outcomes itself.
+
+Example:
+    >>> from botorch_ext.runner.methods import SVGPMethod, register_method
+    >>> register_method("my-elbo-svgp", SVGPMethod(None, kernel=my_kernel))
 
 The methods' parts live in modules of their own: ``options`` (``MethodOptions``,
 the signature, the per-iteration seed), ``transforms`` (outcome transforms),
@@ -23,7 +45,7 @@ public names.
 
 from __future__ import annotations
 
-import math
+import importlib
 
 import torch
 from botorch.acquisition import (
@@ -35,9 +57,6 @@ from botorch.acquisition import (
 )
 from botorch.acquisition.joint_entropy_search import qJointEntropySearch
 from botorch.utils.sampling import draw_sobol_samples
-from gpytorch.constraints import GreaterThan
-from gpytorch.kernels import RBFKernel, ScaleKernel
-from gpytorch.priors import GammaPrior, LogNormalPrior
 from torch import Tensor
 
 from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
@@ -53,7 +72,11 @@ from botorch_ext.runner.initial_conditions import (
     SPRAY_SCALES,
     bock_initial_conditions,
 )
-from botorch_ext.runner.kernels import BOCK_LINEAR_WEIGHT_FLOOR, KERNELS
+from botorch_ext.runner.kernels import (
+    BOCK_LINEAR_WEIGHT_FLOOR,
+    KERNELS,
+    svgp_ard_kernel,
+)
 from botorch_ext.runner.options import Method, MethodOptions, iteration_seed
 from botorch_ext.runner.svgp import SVGPMethod
 from botorch_ext.runner.transforms import OUTCOME_TRANSFORMS
@@ -67,6 +90,7 @@ __all__ = [
     "JES_NUM_OPTIMA",
     "KERNELS",
     "METHODS",
+    "METHOD_SUMMARIES",
     "MODEL_BASED",
     "OUTCOME_TRANSFORMS",
     "SEQUENTIAL_METHODS",
@@ -82,6 +106,8 @@ __all__ = [
     "fit_model",
     "get_method",
     "gp_diagnostics",
+    "register_method",
+    "svgp_ard_kernel",
 ]
 
 #: ``beta`` of the ``botorch-qucb`` baseline: the value of BoTorch's "Getting
@@ -107,166 +133,254 @@ def _sobol(train_X, train_Y, bounds, q, seed, options) -> Tensor:
     return X[-q:]
 
 
-def _authors_kernel(d: int) -> ScaleKernel:
-    return ScaleKernel(RBFKernel())
+def _flagged(method: Method, **flags) -> Method:
+    for name, value in flags.items():
+        setattr(method, name, value)
+    return method
 
 
-def _scaled_ard_kernel(d: int) -> ScaleKernel:
-    return ScaleKernel(RBFKernel(ard_num_dims=d))
+_random.model_based = False
+_sobol.model_based = False
 
+_QLOGNEI = qLogNoisyExpectedImprovement
 
-def _iso_prior_kernel(d: int) -> RBFKernel:
-    # BoTorch's default kernel with one shared lengthscale: its dimension-scaled
-    # LogNormal prior for `d` inputs [Hvarfner2024vanilla]_, started at the
-    # prior's mode, the 0.025 floor enforced by a softplus so Adam keeps it.
-    prior = LogNormalPrior(loc=math.sqrt(2) + 0.5 * math.log(d), scale=math.sqrt(3))
-    kernel = RBFKernel(
-        lengthscale_prior=prior, lengthscale_constraint=GreaterThan(2.5e-2)
-    )
-    kernel.lengthscale = prior.mode
-    return kernel
-
-
-def _iso_prior_scaled_kernel(d: int) -> ScaleKernel:
-    # The same with a learned amplitude (the Gamma(2, 0.15) outputscale prior of
-    # the runner's `matern-scaled`): without one, the isotropic lengthscale of
-    # the m = 100 ELBO drifts to 0.6 on Hartmann6 (README 7.10).
-    return ScaleKernel(_iso_prior_kernel(d), outputscale_prior=GammaPrior(2.0, 0.15))
-
-
-METHODS: dict[str, Method] = {
-    "random": _random,
-    "sobol": _sobol,
-    "qlogei": acquisition_method(qLogNoisyExpectedImprovement),
-    "qucb": acquisition_method(qUCB),
-    "qsoftpi": acquisition_method(qSoftPI),
-    "qlogsoftpi": acquisition_method(qLogSoftPI),
-    "qes": acquisition_method(qES),
-    # The BOCK comparison: qLogNEI on a SingleTaskGP whose kernel is the only change.
-    "bock": acquisition_method(qLogNoisyExpectedImprovement, kernel="bock"),
-    "bock-continuous": acquisition_method(
-        qLogNoisyExpectedImprovement, kernel="bock-continuous"
+#: The user-facing methods: name -> (method, one-line summary). The SVGP methods
+#: pin their kernel (``svgp_ard_kernel``), so a name keeps its model.
+_REGISTRY: dict[str, tuple[Method, str]] = {
+    "random": (_random, "uniform random points (no model)"),
+    "sobol": (_sobol, "one scrambled Sobol sequence per run (no model)"),
+    "qlogei": (
+        acquisition_method(_QLOGNEI),
+        "BoTorch's qLogNoisyExpectedImprovement on its default SingleTaskGP",
     ),
-    "bock-direction": acquisition_method(
-        qLogNoisyExpectedImprovement, kernel="bock-direction"
+    "qucb": (
+        acquisition_method(qUCB),
+        "qUCB, reparameterized q-UCB (Wilson et al. 2017)",
     ),
-    "bock-scaled": acquisition_method(
-        qLogNoisyExpectedImprovement, kernel="bock-scaled"
+    "qsoftpi": (acquisition_method(qSoftPI), "qSoftPI, soft q-PI (Wilson et al. 2017)"),
+    "qlogsoftpi": (
+        acquisition_method(qLogSoftPI),
+        "qLogSoftPI, soft q-PI in log space (Wilson et al. 2017)",
     ),
-    "matern": acquisition_method(qLogNoisyExpectedImprovement, kernel="matern"),
-    "matern-scaled": acquisition_method(
-        qLogNoisyExpectedImprovement, kernel="matern-scaled"
+    "qes": (
+        _flagged(acquisition_method(qES), gaussian_posterior=True),
+        "qES, q-entropy search with a softmax p_max (Wilson et al. 2017)",
     ),
-    "gpytorch-cylindrical": acquisition_method(
-        qLogNoisyExpectedImprovement, kernel="gpytorch-cylindrical"
+    "bock": (
+        acquisition_method(_QLOGNEI, kernel="bock"),
+        "qLogNEI with BOCK's CylindricalKernel (Oh et al. 2018), MAP hyperparameters",
     ),
-    # BOCK with its hyperparameters averaged over SGLD draws [Coullon2023mamba]_,
-    # as the BOCK paper averaged over slice-sampling draws.
-    "bock-sgmcmc": acquisition_method(
-        qLogNoisyExpectedImprovement, kernel="bock", fully_bayesian=True
+    "bock-sgmcmc": (
+        acquisition_method(_QLOGNEI, kernel="bock", fully_bayesian=True),
+        "bock with its hyperparameters averaged over SGLD draws (Coullon et al. 2023)",
     ),
-    # Approximation-aware BO [Maus2024eulbo]_ and its ELBO-SVGP baseline.
-    "eulbo-ei": SVGPMethod("ei"),
-    "eulbo-kg": SVGPMethod("kg"),
-    "elbo-svgp": SVGPMethod(None),
-    "turbo-eulbo-ei": SVGPMethod("ei", turbo=True),
-    "turbo-elbo-svgp": SVGPMethod(None, turbo=True),
-    # The same with the ELBO fitted to convergence by L-BFGS on the collapsed
-    # bound (`EULBOOptions(elbo_optimizer="lbfgs")`; issue 12's gap study).
-    "eulbo-ei-lbfgs": SVGPMethod("ei", eulbo_options={"elbo_optimizer": "lbfgs"}),
-    "elbo-svgp-lbfgs": SVGPMethod(None, eulbo_options={"elbo_optimizer": "lbfgs"}),
-    # The kernel of the authors' code (an isotropic RBF with an outputscale,
-    # GPyTorch's defaults, no priors) in place of BoTorch's ARD default: with
-    # m = 100 the ELBO switches off input dimensions of the ARD kernel
-    # (benchmarks/README.md, 7.9); and its ARD version, to tell the two apart.
-    "elbo-svgp-iso": SVGPMethod(None, kernel=_authors_kernel),
-    "eulbo-ei-iso": SVGPMethod("ei", kernel=_authors_kernel),
-    "eulbo-kg-iso": SVGPMethod("kg", kernel=_authors_kernel),
-    "elbo-svgp-ard-scaled": SVGPMethod(None, kernel=_scaled_ard_kernel),
-    "turbo-elbo-svgp-iso": SVGPMethod(None, turbo=True, kernel=_authors_kernel),
-    # An isotropic kernel that keeps BoTorch's dimension-scaled lengthscale
-    # prior: the authors' kernel fits a constant plus noise on the 60-D rover
-    # (README 7.9); is a prior enough to keep isotropy safe there (7.10)?
-    "elbo-svgp-iso-prior": SVGPMethod(None, kernel=_iso_prior_kernel),
-    "eulbo-ei-iso-prior": SVGPMethod("ei", kernel=_iso_prior_kernel),
-    "turbo-elbo-svgp-iso-prior": SVGPMethod(None, turbo=True, kernel=_iso_prior_kernel),
-    "elbo-svgp-iso-prior-scaled": SVGPMethod(None, kernel=_iso_prior_scaled_kernel),
-    "turbo-elbo-svgp-iso-prior-scaled": SVGPMethod(
-        None, turbo=True, kernel=_iso_prior_scaled_kernel
+    "matern": (
+        acquisition_method(_QLOGNEI, kernel="matern"),
+        "qLogNEI with an isotropic Matern-5/2 (BOCK's baseline)",
     ),
-    # EULBO with its joint phase solved by full-batch L-BFGS-B instead of
-    # minibatch Adam (`EULBOOptions(joint_optimizer="lbfgs")`): from the
-    # converged ELBO fit the Adam phase returns its warm start unchanged
-    # (benchmarks/README.md, 7.8).
-    "eulbo-ei-joint-lbfgs": SVGPMethod(
-        "ei", eulbo_options={"elbo_optimizer": "lbfgs", "joint_optimizer": "lbfgs"}
+    "matern-scaled": (
+        acquisition_method(_QLOGNEI, kernel="matern-scaled"),
+        "matern with a learned outputscale",
     ),
-    # Ablation of the rover comparison (README 7.8): TuRBO-EULBO with the Adam
-    # fit of the runs in 7.7 and the utility's weight in the w-steps set to 0,
-    # so the joint phase keeps fitting the ELBO and moving x, but the utility no
-    # longer shapes w; and the same pipeline's EULBO and ELBO, for reference.
-    "turbo-eulbo-ei-w0": SVGPMethod(
-        "ei",
-        turbo=True,
-        eulbo_options={"elbo_optimizer": "adam"},
-        model_kwargs={"utility_weight": 0.0},
+    "gpytorch-cylindrical": (
+        acquisition_method(_QLOGNEI, kernel="gpytorch-cylindrical"),
+        "qLogNEI with GPyTorch's CylindricalKernel",
     ),
-    "turbo-eulbo-ei-adam": SVGPMethod(
-        "ei", turbo=True, eulbo_options={"elbo_optimizer": "adam"}
+    "eulbo-ei": (
+        SVGPMethod("ei", kernel=svgp_ard_kernel),
+        "EULBO: SVGP fitted jointly with the EI proposal (Maus et al. 2024)",
     ),
-    "turbo-elbo-svgp-adam": SVGPMethod(
-        None, turbo=True, eulbo_options={"elbo_optimizer": "adam"}
+    "eulbo-kg": (
+        SVGPMethod("kg", kernel=svgp_ard_kernel),
+        "EULBO with the KG utility (Maus et al. 2024)",
     ),
-    # TuRBO with an exact GP, the baseline of the TuRBO comparisons.
-    "turbo": TurboMethod(),
-    # BoTorch's own acquisition functions on the same model and optimizer
-    # settings as `qlogei`, each built by BoTorch's registered input
-    # constructor (as Ax builds them), for fair comparisons.
-    "botorch-qucb": acquisition_method(qUpperConfidenceBound, beta=BOTORCH_UCB_BETA),
-    "botorch-qpi": acquisition_method(qProbabilityOfImprovement),
-    "qjes": acquisition_method(
-        qJointEntropySearch, late_kwargs=lambda: {"num_optima": JES_NUM_OPTIMA}
+    "elbo-svgp": (
+        SVGPMethod(None, kernel=svgp_ard_kernel),
+        "SVGP fitted by its ELBO, then qLogEI (EULBO's baseline)",
     ),
-    # Max-values from 1000 uniform candidates (the constructor's default).
-    "qmes": acquisition_method(qMaxValueEntropy, sequential=True),
-    "gibbon": acquisition_method(
-        qLowerBoundMaxValueEntropy,
-        constructor_class=qMaxValueEntropy,
-        sequential=True,
+    "turbo-eulbo-ei": (
+        SVGPMethod("ei", turbo=True, kernel=svgp_ard_kernel),
+        "eulbo-ei in a TuRBO trust region (Maus et al. 2024)",
+    ),
+    "turbo-elbo-svgp": (
+        SVGPMethod(None, turbo=True, kernel=svgp_ard_kernel),
+        "elbo-svgp in a TuRBO trust region",
+    ),
+    "turbo": (
+        TurboMethod(),
+        "TuRBO with an exact GP and qLogEI (Eriksson et al. 2019)",
+    ),
+    "botorch-qucb": (
+        acquisition_method(qUpperConfidenceBound, beta=BOTORCH_UCB_BETA),
+        "BoTorch's qUpperConfidenceBound, beta = 0.1",
+    ),
+    "botorch-qpi": (
+        acquisition_method(qProbabilityOfImprovement),
+        "BoTorch's qProbabilityOfImprovement",
+    ),
+    "qjes": (
+        _flagged(
+            acquisition_method(
+                qJointEntropySearch,
+                late_kwargs=lambda: {"num_optima": JES_NUM_OPTIMA},
+            ),
+            gaussian_posterior=True,
+        ),
+        "BoTorch's qJointEntropySearch",
+    ),
+    "qmes": (
+        _flagged(
+            acquisition_method(qMaxValueEntropy, sequential=True),
+            gaussian_posterior=True,
+        ),
+        "BoTorch's qMaxValueEntropy (batches built point by point)",
+    ),
+    "gibbon": (
+        _flagged(
+            acquisition_method(
+                qLowerBoundMaxValueEntropy,
+                constructor_class=qMaxValueEntropy,
+                sequential=True,
+            ),
+            gaussian_posterior=True,
+        ),
+        "BoTorch's GIBBON, qLowerBoundMaxValueEntropy",
     ),
 }
 
+#: Method name -> method: the user-facing methods, then any registered with
+#: ``register_method`` or resolved from ``module:attribute``.
+METHODS: dict[str, Method] = {name: m for name, (m, _) in _REGISTRY.items()}
+#: Method name -> one-line summary (``botorch-ext methods``).
+METHOD_SUMMARIES: dict[str, str] = {name: t for name, (_, t) in _REGISTRY.items()}
+
 #: Methods that standardize their outcomes themselves (``outcome_transform`` must
 #: be ``"standardize"``).
-SVGP_METHODS = frozenset(k for k, v in METHODS.items() if isinstance(v, SVGPMethod))
-
+SVGP_METHODS: set[str] = set()
 #: Methods that fit a model, and so honour ``MethodOptions``.
-MODEL_BASED = frozenset(METHODS) - {"random", "sobol"}
-
+MODEL_BASED: set[str] = set()
 #: Methods whose acquisition needs a Gaussian posterior (``outcome_transform``
 #: must be ``"standardize"``): the entropy searches.
-GAUSSIAN_POSTERIOR_METHODS = frozenset({"qes", "qjes", "qmes", "gibbon"})
-
+GAUSSIAN_POSTERIOR_METHODS: set[str] = set()
 #: Methods that build a batch one point at a time (``optimize_acqf``'s
 #: ``sequential=True``), which takes no ``batch_initial_conditions`` (so no
 #: ``initial_conditions="bock"``).
-SEQUENTIAL_METHODS = frozenset(
-    k for k, v in METHODS.items() if getattr(v, "sequential", False)
-)
+SEQUENTIAL_METHODS: set[str] = set()
+
+
+def _add_flags(name: str, method: Method) -> None:
+    for flags, on in (
+        (SVGP_METHODS, isinstance(method, SVGPMethod)),
+        (MODEL_BASED, getattr(method, "model_based", True)),
+        (GAUSSIAN_POSTERIOR_METHODS, getattr(method, "gaussian_posterior", False)),
+        (SEQUENTIAL_METHODS, getattr(method, "sequential", False)),
+    ):
+        (flags.add if on else flags.discard)(name)
+
+
+for _name, _method in METHODS.items():
+    _add_flags(_name, _method)
+
+
+def register_method(
+    name: str, method: Method, summary: str | None = None, replace: bool = False
+) -> Method:
+    r"""Register a method under ``name`` for ``run_bo``, ``run_grid`` and the CLI.
+
+    The extension point for methods outside the curated list (a research
+    ablation, your own acquisition). Registration lasts for this process; for
+    worker processes or Dask workers, name the method as ``module:attribute``
+    instead (see the module docstring), which each worker resolves itself.
+
+    Example:
+        >>> from botorch.acquisition import qLogExpectedImprovement
+        >>> from botorch_ext.runner.acquisition import acquisition_method
+        >>> register_method("qlogei-plain", acquisition_method(qLogExpectedImprovement))
+
+    Args:
+        name: The method's name: non-empty, without commas (``--methods`` splits
+            on them) or whitespace.
+        method: A function with the method signature ``(train_X, train_Y,
+            bounds, q, seed, options) -> q x d`` candidates, or an object with
+            ``new_run()`` returning one (see the module docstring for the flags
+            it may carry).
+        summary: A one-line description for ``botorch-ext methods``; the first
+            line of ``method``'s docstring if None.
+        replace: Allow replacing a different method already under ``name``.
+
+    Returns:
+        ``method``.
+
+    Raises:
+        ValueError: For a bad ``name``, a ``method`` that is not callable, or a
+            ``name`` already taken by another method without ``replace``.
+    """
+    if not isinstance(name, str) or not name or any(c in name for c in ", \t\n"):
+        raise ValueError(
+            f"method name must be a non-empty string without commas or "
+            f"whitespace, got {name!r}"
+        )
+    if not callable(method):
+        raise ValueError(
+            f"method {name!r} must be callable (a function or an object with "
+            f"new_run()), got a {type(method).__name__}"
+        )
+    if name in METHODS and METHODS[name] is not method and not replace:
+        raise ValueError(
+            f"method {name!r} is already registered; pass replace=True to replace it"
+        )
+    if summary is None:
+        doc = (getattr(method, "__doc__", None) or "").strip()
+        summary = doc.splitlines()[0] if doc else ""
+    METHODS[name] = method
+    METHOD_SUMMARIES[name] = summary
+    _add_flags(name, method)
+    return method
+
+
+def _resolve(spec: str) -> Method:
+    source, _, attribute = spec.partition(":")
+    if not source or not attribute:
+        raise ValueError(f"method {spec!r} must be a registered name or module:attr")
+    try:
+        target = importlib.import_module(source)
+    except ImportError as e:
+        raise ValueError(
+            f"method {spec!r}: cannot import module {source!r} ({e}); is it on "
+            "PYTHONPATH (on every worker, too)?"
+        ) from e
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"method {spec!r}: {source!r} has no {attribute!r}")
+        target = getattr(target, part)
+    return register_method(spec, target)
 
 
 def get_method(name: str) -> Method:
     r"""Look up a registered method.
 
+    Example:
+        >>> get_method("qlogei")
+        >>> get_method("benchmarks.eulbo.ablations:eulbo_ei_joint_lbfgs")
+
     Args:
-        name: One of ``METHODS``.
+        name: A name in ``METHODS`` (``botorch-ext methods`` lists them), or
+            ``module:attribute`` for a method defined in an importable module,
+            which is then registered under that name.
 
     Returns:
-        The method function.
+        The method.
 
     Raises:
-        ValueError: For an unknown name, listing the valid ones.
+        ValueError: For an unknown name (with a pointer to ``botorch-ext
+            methods``), or a ``module:attribute`` that cannot be imported or is
+            not callable.
     """
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
-    return METHODS[name]
+    if name in METHODS:
+        return METHODS[name]
+    if isinstance(name, str) and ":" in name:
+        return _resolve(name)
+    raise ValueError(
+        f"unknown method {name!r}; see `botorch-ext methods` for the list, or give "
+        "module:attribute for your own"
+    )

@@ -32,12 +32,18 @@ class SVGPMethod:
     iteration's SVGP starts from the previous iteration's ``w`` (inducing
     points, ``q(u)``, hyperparameters; ``EULBOModel.carry_over``), so the new
     observations enter through the ELBO; the first iteration's ``q(u)`` starts
-    at its closed-form optimum. Fits stop by ``EULBOOptions``'s default rule
-    (bounded steps, converged on a fixed check set). A collapsed trust region
+    at its closed-form optimum. The ELBO is fitted as ``EULBOOptions``'s
+    defaults say (``elbo_optimizer="auto"``: L-BFGS on the collapsed bound while
+    ``n <= lbfgs_max_n``, bounded minibatch Adam beyond). A collapsed trust region
     restarts at its initial length (the data and the model state are kept).
     After each call, ``diagnostics`` holds the fitted noise, lengthscales, ELBO
     and (for EULBO) the utility term, which the runner writes into every row
     of the iteration.
+
+    Example:
+        >>> method = SVGPMethod("ei", turbo=True, kernel=svgp_ard_kernel)
+        >>> run = method.new_run()
+        >>> X_next = run(train_X, train_Y, bounds, 1, 0, MethodOptions())
 
     Args:
         utility: ``"ei"`` or ``"kg"`` for ``optimize_eulbo``; ``None`` for the
@@ -52,7 +58,8 @@ class SVGPMethod:
             Each run gets its own copy.
         kernel: Makes the SVGP's kernel for ``d``-dimensional inputs (called
             once per run, at its first model; ``carry_over`` copies it on);
-            ``None`` for ``EULBOModel``'s default.
+            ``None`` for ``EULBOModel``'s default. The runner's registered
+            methods pass ``svgp_ard_kernel``.
     """
 
     def __init__(

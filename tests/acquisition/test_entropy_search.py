@@ -266,6 +266,59 @@ class TestQES(BotorchTestCase):
                 self.assertTrue(torch.isfinite(val).all())
 
 
+class TestDocumentedDefaults(BotorchTestCase):
+    r"""The documented defaults of ``qES`` and ``draw_representer_points`` (and of
+    the input constructor, which must build the same acquisition function)."""
+
+    def test_qes_defaults(self):
+        model = make_gp(device=self.device)
+        R = torch.rand(8, 2, device=self.device, dtype=torch.double)
+        acqf = qES(model, representer_points=R)
+        self.assertEqual(acqf.num_fantasies, 32)
+        self.assertEqual(acqf.num_inner_samples, 128)
+        self.assertAlmostEqual(acqf.tau.item(), 0.01, places=7)
+        self.assertEqual(acqf.seed, 0)
+        # The fixed base samples have the documented sizes.
+        w, u = acqf._base_samples(2, R)
+        self.assertEqual(w.shape[0], 32)
+        self.assertEqual(u.shape[0], 128)
+
+    def test_draw_representer_points_defaults(self):
+        for dtype in (torch.float, torch.double):
+            model = make_gp(dtype=dtype, device=self.device)
+            bounds = torch.tensor(
+                [[0.0, 0.0], [1.0, 1.0]], device=self.device, dtype=dtype
+            )
+            R = draw_representer_points(model, bounds, seed=5)
+            explicit = draw_representer_points(
+                model, bounds, num_points=64, num_candidates=1024, seed=5,
+                uniform_fraction=0.25, scheme="thompson", num_around_best=512,
+            )  # fmt: skip
+            self.assertEqual(R.shape, torch.Size([64, 2]))
+            self.assertTrue(torch.equal(R, explicit))
+            # Neither the EI-weighted scheme nor a pool without the around-best
+            # points is the default.
+            for other in ({"scheme": "ei"}, {"num_around_best": 0}):
+                alt = draw_representer_points(model, bounds, seed=5, **other)
+                self.assertFalse(torch.equal(R, alt), other)
+
+    def test_input_constructor_matches_the_defaults(self):
+        from botorch.acquisition.input_constructors import get_acqf_input_constructor
+        from botorch.utils.datasets import SupervisedDataset
+
+        model = make_gp(device=self.device)
+        X, Y = model.train_inputs[0], model.train_targets.unsqueeze(-1)
+        data = SupervisedDataset(X, Y, feature_names=["a", "b"], outcome_names=["y"])
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]]).to(X)
+        kw = get_acqf_input_constructor(qES)(
+            model=model, training_data=data, bounds=bounds, seed=2
+        )
+        self.assertEqual(kw["num_fantasies"], 32)
+        self.assertEqual(kw["num_inner_samples"], 128)
+        expected = draw_representer_points(model, bounds, seed=2, X_baseline=X)
+        self.assertTrue(torch.equal(kw["representer_points"], expected))
+
+
 class TestDrawRepresenterPoints(BotorchTestCase):
     def test_draw(self):
         for dtype in (torch.float, torch.double):
@@ -307,7 +360,7 @@ class TestDrawRepresenterPoints(BotorchTestCase):
             best = X[model.posterior(X).mean.squeeze(-1).argmax()]
         R = draw_representer_points(
             model, bounds, num_points=16, num_candidates=16, num_around_best=512,
-            uniform_fraction=1.0, seed=0,
+            uniform_fraction=1.0, seed=0, scheme="ei",
         )  # fmt: skip
         near = (R - best).norm(dim=-1) < 0.25
         self.assertGreaterEqual(near.sum().item(), 8)
@@ -318,6 +371,7 @@ class TestDrawRepresenterPoints(BotorchTestCase):
                 draw_representer_points(
                     model, bounds, num_points=16, num_candidates=16,
                     num_around_best=512, uniform_fraction=1.0, seed=0, X_baseline=X,
+                    scheme="ei",
                 ),
             )
         )  # fmt: skip
@@ -327,7 +381,7 @@ class TestDrawRepresenterPoints(BotorchTestCase):
             _around_best(mock, bounds, 4, None, None)
         plain = draw_representer_points(
             model, bounds, num_points=16, num_candidates=16, uniform_fraction=1.0,
-            seed=0,
+            seed=0, scheme="ei", num_around_best=0,
         )  # fmt: skip
         self.assertLess(((plain - best).norm(dim=-1) < 0.25).sum().item(), 8)
 
@@ -342,12 +396,14 @@ class TestDrawRepresenterPoints(BotorchTestCase):
         model.likelihood.noise = 1e-6
         bounds = torch.tensor([[0.0], [1.0]], **tkw)
         R = draw_representer_points(
-            model, bounds, num_points=8, scheme="thompson", seed=1
+            model, bounds, num_points=8, scheme="thompson", num_around_best=0, seed=1
         )
         # Every draw peaks within 0.01 of 0.7, on a different pool point.
         self.assertLess((R - 0.7).abs().max().item(), 0.01)
         # EI's weights (with a quarter uniform) spread further.
-        R_ei = draw_representer_points(model, bounds, num_points=8, seed=1)
+        R_ei = draw_representer_points(
+            model, bounds, num_points=8, scheme="ei", num_around_best=0, seed=1
+        )
         self.assertGreater((R_ei - 0.7).abs().max().item(), 0.05)
 
     def test_concentrates_on_high_improvement(self):
@@ -355,7 +411,9 @@ class TestDrawRepresenterPoints(BotorchTestCase):
         bounds = torch.tensor(
             [[0.0, 0.0], [1.0, 1.0]], device=self.device, dtype=torch.double
         )
-        R = draw_representer_points(model, bounds, num_points=64, seed=0)
+        R = draw_representer_points(
+            model, bounds, num_points=64, scheme="ei", num_around_best=0, seed=0
+        )
         uniform = torch.rand(4096, 2, device=self.device, dtype=torch.double)
         with torch.no_grad():
             mean_R = model.posterior(R).mean.mean()

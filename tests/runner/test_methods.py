@@ -107,12 +107,6 @@ class TestMethods(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "unknown outcome transform 'x'"):
             fit_model(X, Y, MethodOptions(outcome_transform="x"))
 
-    def test_unknown_method(self):
-        with self.assertRaisesRegex(
-            ValueError, "unknown method 'x'; choose from random"
-        ):
-            get_method("x")
-
     def test_kernels(self):
         from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
         from gpytorch.kernels import MaternKernel
@@ -229,95 +223,8 @@ class TestMethods(BotorchTestCase):
 
         self.assertEqual(
             SVGP_METHODS,
-            {
-                "eulbo-ei",
-                "eulbo-kg",
-                "elbo-svgp",
-                "turbo-eulbo-ei",
-                "turbo-elbo-svgp",
-                "eulbo-ei-lbfgs",
-                "elbo-svgp-lbfgs",
-                "eulbo-ei-joint-lbfgs",
-                "turbo-eulbo-ei-w0",
-                "turbo-eulbo-ei-adam",
-                "turbo-elbo-svgp-adam",
-                "elbo-svgp-iso",
-                "eulbo-ei-iso",
-                "elbo-svgp-ard-scaled",
-                "eulbo-kg-iso",
-                "turbo-elbo-svgp-iso",
-                "elbo-svgp-iso-prior",
-                "eulbo-ei-iso-prior",
-                "turbo-elbo-svgp-iso-prior",
-                "elbo-svgp-iso-prior-scaled",
-                "turbo-elbo-svgp-iso-prior-scaled",
-            },
+            {"eulbo-ei", "eulbo-kg", "elbo-svgp", "turbo-eulbo-ei", "turbo-elbo-svgp"},
         )
-        # Model arguments reach the first model and survive carry_over.
-        from botorch_ext.runner.methods import MethodOptions as _MO
-
-        run = get_method("turbo-eulbo-ei-w0").new_run()
-        Xw = torch.rand(12, 2, dtype=torch.double)
-        Yw = -((Xw - 0.4) ** 2).sum(-1, keepdim=True)
-        box = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        opts = _MO(num_restarts=2, raw_samples=16, num_inducing_points=6)
-        for _ in range(2):
-            cand = run(Xw, Yw, box, 2, 0, opts)
-            self.assertEqual(run.previous.utility_weight, 0.0)
-            self.assertEqual(run.previous.options.elbo_optimizer, "adam")
-            Xw = torch.cat([Xw, cand])
-            Yw = torch.cat([Yw, -((cand - 0.4) ** 2).sum(-1, keepdim=True)])
-        # A method's kernel is made per run: two runs start from the same kernel
-        # and propose the same point; the carried model keeps the kernel's type.
-        from gpytorch.kernels import ScaleKernel
-
-        for name, n_lengthscales in (("elbo-svgp-iso", 1), ("elbo-svgp-ard-scaled", 2)):
-            method = get_method(name)
-            proposals, kernels = [], []
-            for _ in range(2):
-                run = method.new_run()
-                cand = run(Xw, Yw, box, 1, 0, opts)
-                run(torch.cat([Xw, cand]), torch.cat([Yw, Yw[:1]]), box, 1, 0, opts)
-                kernel = run.previous.model.covar_module
-                self.assertIsInstance(kernel, ScaleKernel)
-                self.assertTrue(run.previous.carried_state)
-                self.assertEqual(len(run.diagnostics["lengthscales"]), n_lengthscales)
-                proposals.append(cand)
-                kernels.append(kernel)
-            self.assertTrue(torch.equal(proposals[0], proposals[1]))
-            self.assertIsNot(kernels[0], kernels[1])
-        # The isotropic kernel with BoTorch's dimension-scaled prior: one
-        # lengthscale, the prior's LogNormal(sqrt(2) + log(d) / 2, sqrt(3)),
-        # started at its mode exp(mu - sigma^2), a floor Adam cannot cross.
-        from botorch_ext.runner.methods import _iso_prior_kernel
-
-        for d in (2, 60):
-            kernel = _iso_prior_kernel(d)
-            mu = math.sqrt(2) + 0.5 * math.log(d)
-            self.assertEqual(kernel.lengthscale.numel(), 1)
-            self.assertAlmostEqual(kernel.lengthscale_prior.loc.item(), mu, places=5)
-            self.assertAlmostEqual(
-                kernel.lengthscale_prior.scale.item(), math.sqrt(3), places=5
-            )
-            self.assertAlmostEqual(
-                kernel.lengthscale.item(), math.exp(mu - 3.0), places=4
-            )
-            kernel.raw_lengthscale.data.fill_(-50.0)
-            self.assertGreaterEqual(kernel.lengthscale.item(), 2.5e-2)
-        for name, outer in (
-            ("elbo-svgp-iso-prior", "RBFKernel"),
-            ("elbo-svgp-iso-prior-scaled", "ScaleKernel"),
-        ):
-            run = get_method(name).new_run()
-            run(Xw, Yw, box, 1, 0, opts)
-            kernel = run.previous.model.covar_module
-            self.assertEqual(type(kernel).__name__, outer)
-            self.assertEqual(len(run.diagnostics["lengthscales"]), 1)
-        # The scaled version keeps the prior on its base kernel's lengthscale.
-        self.assertAlmostEqual(
-            kernel.base_kernel.lengthscale_prior.scale.item(), math.sqrt(3), places=5
-        )
-        self.assertAlmostEqual(kernel.outputscale_prior.concentration.item(), 2.0)
         method = get_method("turbo-eulbo-ei")
         self.assertIsInstance(method, SVGPMethod)
         run_a, run_b = method.new_run(), method.new_run()
@@ -385,6 +292,8 @@ class TestMethods(BotorchTestCase):
         self.assertTrue(run.previous.carried_state)
 
     def test_lbfgs_methods_fit_by_the_collapsed_bound(self):
+        from benchmarks.eulbo import ablations
+
         torch.manual_seed(0)
         X = torch.rand(12, 2, dtype=torch.double)
         Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
@@ -398,14 +307,14 @@ class TestMethods(BotorchTestCase):
             return real(model, max_iter=max_iter)
 
         with mock.patch.object(svgp_fit, "fit_elbo_collapsed", spy):
-            for name, choice, lbfgs_max_n in (
-                ("elbo-svgp-lbfgs", "lbfgs", 2000),
-                ("elbo-svgp", "auto", 2000),  # n = 12: L-BFGS too
-                ("elbo-svgp", "auto", 11),  # above lbfgs_max_n: Adam
+            for method, choice, lbfgs_max_n in (
+                (ablations.elbo_svgp_lbfgs, "lbfgs", 2000),
+                (get_method("elbo-svgp"), "auto", 2000),  # n = 12: L-BFGS too
+                (get_method("elbo-svgp"), "auto", 11),  # above lbfgs_max_n: Adam
             ):
                 eulbo_options = partial(EULBOOptions, lbfgs_max_n=lbfgs_max_n)
                 with mock.patch.object(svgp, "EULBOOptions", eulbo_options):
-                    run = get_method(name).new_run()
+                    run = method.new_run()
                     run(X, Y, bounds, 1, 0, options)
                 self.assertEqual(run.previous.options.elbo_optimizer, choice)
                 self.assertEqual(run.previous.options.num_restarts, 1)

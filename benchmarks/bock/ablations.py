@@ -1,0 +1,38 @@
+r"""The BOCK study's ablations, as runner methods outside the curated list.
+
+Each attribute is a method for ``--method`` / ``--methods`` as
+``benchmarks.bock.ablations:<attribute>`` (from the repository root with
+``PYTHONPATH=.``); ``register()`` registers them under the names of the stored
+results (``ABLATIONS``'s keys, e.g. ``bock-direction``).
+"""
+
+from __future__ import annotations
+
+from botorch.acquisition import qLogNoisyExpectedImprovement
+
+from botorch_ext.runner.acquisition import acquisition_method
+from botorch_ext.runner.methods import register_method
+
+#: The continuous center rule without the linear-weight floor.
+bock_continuous = acquisition_method(
+    qLogNoisyExpectedImprovement, kernel="bock-continuous"
+)
+#: The ``"direction"`` center rule (the default before the continuous one).
+bock_direction = acquisition_method(
+    qLogNoisyExpectedImprovement, kernel="bock-direction"
+)
+#: ``bock`` with a learned amplitude, as in the authors' code.
+bock_scaled = acquisition_method(qLogNoisyExpectedImprovement, kernel="bock-scaled")
+
+#: The names of the stored results -> the methods.
+ABLATIONS = {
+    "bock-continuous": bock_continuous,
+    "bock-direction": bock_direction,
+    "bock-scaled": bock_scaled,
+}
+
+
+def register() -> None:
+    r"""Register ``ABLATIONS`` under their stored names in this process."""
+    for name, method in ABLATIONS.items():
+        register_method(name, method, summary=f"BOCK ablation ({name})")

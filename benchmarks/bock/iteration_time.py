@@ -1,0 +1,111 @@
+r"""Seconds per BO iteration of the runner's ``bock`` against ``qlogei`` and ``matern``.
+
+One iteration is what the runner does per proposal: fit the ``SingleTaskGP``
+(``fit_gpytorch_mll``) on ``n`` Rosenbrock points, then ``optimize_acqf`` with
+qLogNEI (``q = 1``, 5 restarts, 256 raw samples, the Table-1 grid's settings) and
+a Bilog + Standardize outcome transform. The training points are the cube's
+center plus scrambled Sobol points, as in a centre-initialized run. Times are the
+process's CPU time with one torch thread (robust to time-slicing with other
+processes on a busy machine), the median of ``--repeats`` calls per cell, with
+the methods interleaved.
+
+``--design near-center`` replays a run stalled at the center (issue 13): half of
+the ``n`` points are sprayed about the center at normalized radii 1e-4 to 1e-2
+(the best of them is the incumbent), the rest Sobol; with ``--initial-conditions
+bock`` the optimizer then starts from sprays about that incumbent, which is where
+the ``"direction"`` rule's ``1 / ||x - c||`` gradients cost most.
+
+Usage::
+
+    python benchmarks/bock/iteration_time.py                # d = 20, 100; n = 50, 150
+    python benchmarks/bock/iteration_time.py --quick
+    python benchmarks/bock/iteration_time.py --design near-center \
+        --methods bock,bock-direction,qlogei --initial-conditions bock \
+        --output benchmarks/bock/results/bock-v2/iteration_time_near_center.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+from botorch.utils.sampling import draw_sobol_samples
+
+from botorch_ext.runner.methods import MethodOptions, get_method  # noqa: E402
+from botorch_ext.runner.problems import get_problem  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from common import OtherCPU, environment, write_csv  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dims", default="20,100")
+    parser.add_argument("--ns", default="50,150")
+    parser.add_argument("--methods", default="bock,qlogei,matern")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--design", choices=("sobol", "near-center"), default="sobol")
+    parser.add_argument(
+        "--initial-conditions", choices=("botorch", "bock"), default="botorch"
+    )
+    parser.add_argument(
+        "--output", default="benchmarks/bock/results/bock_iteration_time.csv"
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.dims, args.ns, args.repeats = "5", "20", 1
+    torch.set_num_threads(1)
+    print(environment())
+    options = MethodOptions(
+        outcome_transform="bilog",
+        num_restarts=5,
+        raw_samples=256,
+        initial_conditions=args.initial_conditions,
+    )
+    methods = args.methods.split(",")
+    rows = []
+    for d in (int(v) for v in args.dims.split(",")):
+        problem = get_problem("rosenbrock", d)
+        bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
+        for n in (int(v) for v in args.ns.split(",")):
+            X = draw_sobol_samples(bounds=bounds, n=n, q=1, seed=0).squeeze(-2)
+            X[0] = 0.5
+            if args.design == "near-center":
+                gen = torch.Generator().manual_seed(0)
+                m = n // 2
+                dirs = torch.randn(m, d, generator=gen, dtype=X.dtype)
+                dirs = dirs / dirs.norm(dim=-1, keepdim=True)
+                radii = torch.logspace(-4, -2, m, dtype=X.dtype).unsqueeze(-1)
+                X[1 : m + 1] = 0.5 + radii * (d**0.5 / 2) * dirs
+            Y = -problem(X).reshape(n, 1)  # runner's maximization sign
+            times = {m: [] for m in methods}
+            with OtherCPU() as other:
+                for rep in range(args.repeats):
+                    order = methods if rep % 2 == 0 else methods[::-1]
+                    for m in order:
+                        start = time.process_time()
+                        get_method(m)(X, Y, bounds, 1, rep, options)
+                        times[m].append(time.process_time() - start)
+            for m in methods:
+                row = {
+                    "d": d,
+                    "n": n,
+                    "method": m,
+                    "design": args.design,
+                    "initial_conditions": args.initial_conditions,
+                    "cpu_s": statistics.median(times[m]),
+                    "other_cpu": str(other),
+                }
+                rows.append(row)
+                print(row, flush=True)
+    if not args.quick:
+        write_csv(args.output, rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+r"""The EULBO study's ablations, as runner methods outside the curated list.
+
+Each attribute is a method for ``--method`` / ``--methods`` as
+``benchmarks.eulbo.ablations:<attribute>`` (run from the repository root with
+``PYTHONPATH=.``), e.g.::
+
+    PYTHONPATH=. botorch-ext compare --problem hartmann6 --budget 300 \
+        --methods eulbo-ei,benchmarks.eulbo.ablations:eulbo_ei_joint_lbfgs ...
+
+``register()`` registers them in this process under the names of the stored
+results (``ABLATIONS``'s keys, e.g. ``eulbo-ei-joint-lbfgs``), for scripts that
+call ``run_bo`` / ``run_grid`` themselves.
+
+Every method but the kernel ablations pins the runner's SVGP kernel
+(``svgp_ard_kernel``), the kernel these runs were made with.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpytorch.constraints import GreaterThan
+from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
+from gpytorch.priors import GammaPrior, LogNormalPrior
+
+from botorch_ext.runner.methods import SVGPMethod, register_method, svgp_ard_kernel
+
+
+def authors_kernel(d: int) -> Kernel:
+    r"""The kernel of the EULBO authors' code: an isotropic RBF with an
+    outputscale, GPyTorch's defaults, no priors."""
+    return ScaleKernel(RBFKernel())
+
+
+def scaled_ard_kernel(d: int) -> Kernel:
+    r"""An ARD RBF with an outputscale, no priors (tells ARD from isotropy)."""
+    return ScaleKernel(RBFKernel(ard_num_dims=d))
+
+
+def iso_prior_kernel(d: int) -> Kernel:
+    r"""BoTorch's default kernel with one shared lengthscale: its dimension-scaled
+    LogNormal prior for ``d`` inputs, started at the prior's mode, the 0.025 floor
+    enforced by a softplus so Adam keeps it."""
+    prior = LogNormalPrior(loc=math.sqrt(2) + 0.5 * math.log(d), scale=math.sqrt(3))
+    kernel = RBFKernel(
+        lengthscale_prior=prior, lengthscale_constraint=GreaterThan(2.5e-2)
+    )
+    kernel.lengthscale = prior.mode
+    return kernel
+
+
+def iso_prior_scaled_kernel(d: int) -> Kernel:
+    r"""``iso_prior_kernel`` with a learned amplitude (Gamma(2, 0.15) prior, as
+    the runner's ``matern-scaled``)."""
+    return ScaleKernel(iso_prior_kernel(d), outputscale_prior=GammaPrior(2.0, 0.15))
+
+
+_LBFGS = {"elbo_optimizer": "lbfgs"}
+_ADAM = {"elbo_optimizer": "adam"}
+
+# The ELBO fitted by L-BFGS on the collapsed bound (today's default for n <= 2000).
+eulbo_ei_lbfgs = SVGPMethod("ei", eulbo_options=_LBFGS, kernel=svgp_ard_kernel)
+elbo_svgp_lbfgs = SVGPMethod(None, eulbo_options=_LBFGS, kernel=svgp_ard_kernel)
+# The joint phase by full-batch L-BFGS-B instead of minibatch Adam.
+eulbo_ei_joint_lbfgs = SVGPMethod(
+    "ei",
+    eulbo_options={"elbo_optimizer": "lbfgs", "joint_optimizer": "lbfgs"},
+    kernel=svgp_ard_kernel,
+)
+# TuRBO-EULBO with the Adam ELBO fit, with the utility's weight in the w-steps 0
+# (the joint phase still fits the ELBO and moves x, the utility does not shape
+# w), and the same pipeline's EULBO and ELBO for reference.
+turbo_eulbo_ei_w0 = SVGPMethod(
+    "ei",
+    turbo=True,
+    eulbo_options=_ADAM,
+    model_kwargs={"utility_weight": 0.0},
+    kernel=svgp_ard_kernel,
+)
+turbo_eulbo_ei_adam = SVGPMethod(
+    "ei", turbo=True, eulbo_options=_ADAM, kernel=svgp_ard_kernel
+)
+turbo_elbo_svgp_adam = SVGPMethod(
+    None, turbo=True, eulbo_options=_ADAM, kernel=svgp_ard_kernel
+)
+# Kernel ablations: the authors' isotropic kernel, its ARD version, and an
+# isotropic kernel with BoTorch's dimension-scaled prior (with and without an
+# outputscale).
+elbo_svgp_iso = SVGPMethod(None, kernel=authors_kernel)
+eulbo_ei_iso = SVGPMethod("ei", kernel=authors_kernel)
+eulbo_kg_iso = SVGPMethod("kg", kernel=authors_kernel)
+elbo_svgp_ard_scaled = SVGPMethod(None, kernel=scaled_ard_kernel)
+turbo_elbo_svgp_iso = SVGPMethod(None, turbo=True, kernel=authors_kernel)
+elbo_svgp_iso_prior = SVGPMethod(None, kernel=iso_prior_kernel)
+eulbo_ei_iso_prior = SVGPMethod("ei", kernel=iso_prior_kernel)
+turbo_elbo_svgp_iso_prior = SVGPMethod(None, turbo=True, kernel=iso_prior_kernel)
+elbo_svgp_iso_prior_scaled = SVGPMethod(None, kernel=iso_prior_scaled_kernel)
+turbo_elbo_svgp_iso_prior_scaled = SVGPMethod(
+    None, turbo=True, kernel=iso_prior_scaled_kernel
+)
+
+#: The names of the stored results -> the methods.
+ABLATIONS = {
+    name.replace("_", "-"): method
+    for name, method in dict(globals()).items()
+    if isinstance(method, SVGPMethod)
+}
+
+
+def register() -> None:
+    r"""Register ``ABLATIONS`` under their stored names in this process."""
+    for name, method in ABLATIONS.items():
+        register_method(name, method, summary=f"EULBO ablation ({name})")

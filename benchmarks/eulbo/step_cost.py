@@ -1,0 +1,130 @@
+r"""Seconds per BO step of the SVGP methods as ``n`` grows (issue 12, section 3).
+
+For each method and ``n``, in a fresh process (so that the peak resident memory is
+that of one configuration): ``n + q`` i.i.d. uniform points of the 60-D rover
+problem, one BO step on the first ``n`` (the run's first step: fresh model,
+closed-form ``q(u)``), then the timed step on all ``n + q`` with the state carried
+over, exactly as the runner's ``turbo-*`` methods do (q = 20, m = 100, 10 restarts,
+256 raw samples, one thread). The exact-GP TuRBO baseline (``turbo``) refits a
+``SingleTaskGP`` every step and is run only up to ``--exact-max-n``.
+
+Rows are appended to the output CSV as each configuration finishes (an existing
+file is never truncated), with the environment line, the share of the machine's
+CPU used by other processes during the step, and the peak RSS.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/eulbo/step_cost.py \
+        [--ns 1000,2000,5000,10000] [--methods turbo-elbo-svgp,turbo-eulbo-ei,turbo] \
+        [--exact-max-n 2000] [--output benchmarks/eulbo/results/eulbo-v2/step_cost.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def one(method: str, n: int, q: int) -> dict:
+    import torch
+
+    from botorch_ext.runner.methods import MethodOptions, get_method
+    from botorch_ext.runner.problems import get_problem
+
+    sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
+    from common import OtherCPU, environment
+
+    torch.set_num_threads(1)
+    problem = get_problem("rover")
+    gen = torch.Generator().manual_seed(0)
+    X = torch.rand(n + q, problem.dim, generator=gen, dtype=torch.double)
+    Y = -problem(X).unsqueeze(-1)
+    options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=100)
+    run = get_method(method).new_run()
+    t0 = time.perf_counter()
+    run(X[:n], Y[:n], problem.bounds, q, 0, options)
+    first = time.perf_counter() - t0
+    with OtherCPU() as other:
+        t0 = time.perf_counter()
+        run(X, Y, problem.bounds, q, 0, options)
+        step = time.perf_counter() - t0
+    diag = getattr(run, "diagnostics", {}) or {}
+    return {
+        "method": method,
+        "n": n,
+        "q": q,
+        "first_step_s": round(first, 2),
+        "step_s": round(step, 2),
+        "fit_steps": diag.get("fit_steps"),
+        "noise": diag.get("noise"),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "other_cpu": str(other),
+        "environment": environment(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ns", default="1000,2000,5000,10000")
+    parser.add_argument("--methods", default="turbo-elbo-svgp,turbo-eulbo-ei,turbo")
+    parser.add_argument("--exact-max-n", type=int, default=2000)
+    parser.add_argument("--q", type=int, default=20)
+    parser.add_argument(
+        "--output", default=os.path.join(HERE, "results/eulbo-v2/step_cost.csv")
+    )
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # worker: method:n
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke mode: n = 150, 300, q = 4"
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.ns, args.q, args.exact_max_n = "150,300", 4, 150
+        # A smoke run never appends to the recorded results.
+        args.output = os.path.join(tempfile.gettempdir(), "eulbo_step_cost_quick.csv")
+    if args.one:
+        method, n = args.one.split(":")
+        print(json.dumps(one(method, int(n), args.q)))
+        return
+    sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
+    from common import append_csv_row
+
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    for n in [int(v) for v in args.ns.split(",")]:
+        for method in args.methods.split(","):
+            if method == "turbo" and n > args.exact_max_n:
+                continue
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    f"{method}:{n}",
+                    "--q",
+                    str(args.q),
+                ],
+                capture_output=True,
+                text=True,
+                env=os.environ | {"OMP_NUM_THREADS": "1"},
+            )
+            if out.returncode != 0:
+                print(f"{method} n={n} failed:\n{out.stderr[-2000:]}", flush=True)
+                continue
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            append_csv_row(args.output, row)
+            print(
+                f"{method:<16} n={n:>6}  step {row['step_s']:>7.1f} s  first "
+                f"{row['first_step_s']:>7.1f} s  fit steps {row['fit_steps']}  "
+                f"peak {row['peak_rss_mb']} MB  other CPU {row['other_cpu']}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

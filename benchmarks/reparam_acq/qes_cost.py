@@ -1,0 +1,134 @@
+r"""Issue 15: acquisition seconds per BO iteration of ``qES`` against BoTorch's
+max-value entropy searches, on identical data.
+
+For each seed, a ``SingleTaskGP`` (BoTorch's defaults, Standardize) is fitted to
+``--n`` scrambled-Sobol points of the problem; then each configuration builds its
+acquisition with its registered input constructor (as the runner does) and runs
+``optimize_acqf(num_restarts=10, raw_samples=512)`` at the given q (MES and GIBBON
+sequentially, as the runner's ``qmes``/``gibbon``). Configurations run back to
+back in a rotating order in each repeat, so a busy machine slows all of them
+alike; the script reports the median seconds of each and the median of the
+per-repeat ratios to GIBBON.
+
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/reparam_acq/qes_cost.py \
+        --problem hartmann6 --q 1 \
+        --configs gibbon,qmes,qes,qes:t1664,qes:ei --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import torch
+from botorch.acquisition.input_constructors import get_acqf_input_constructor
+from botorch.acquisition.max_value_entropy_search import (
+    qLowerBoundMaxValueEntropy,
+    qMaxValueEntropy,
+)
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.fit import fit_gpytorch_mll
+from botorch.models import SingleTaskGP
+from botorch.models.transforms import Standardize
+from botorch.optim import optimize_acqf
+from botorch.utils.datasets import SupervisedDataset
+from botorch.utils.sampling import draw_sobol_samples
+from gpytorch.mlls import ExactMarginalLogLikelihood
+
+from botorch_ext.acquisition import qES
+from botorch_ext.runner.problems import get_problem
+
+#: ``qes:NAME`` options (``construct_inputs_qES`` arguments, explicit so that an
+#: option does not change with the constructor's defaults; ``qes`` alone is the
+#: constructor's defaults, i.e. the runner's ``qes``: Thompson, 32 / 128).
+_THOMPSON = {"representer_scheme": "thompson", "num_around_best": 512}
+QES_OPTIONS = {
+    "": {},
+    "t1664": {**_THOMPSON, "num_fantasies": 16, "num_inner_samples": 64},
+    "ei": {
+        "representer_scheme": "ei",
+        "num_around_best": 0,
+        "num_fantasies": 16,
+        "num_inner_samples": 64,
+    },
+    "f8j32": {**_THOMPSON, "num_fantasies": 8, "num_inner_samples": 32},
+    "f32j128": {**_THOMPSON, "num_fantasies": 32, "num_inner_samples": 128},
+    "f64j256": {**_THOMPSON, "num_fantasies": 64, "num_inner_samples": 256},
+    "m32": {**_THOMPSON, "num_representer_points": 32},
+}
+
+
+def _time_config(config: str, model, data, bounds, q: int) -> float:
+    name, _, option = config.partition(":")
+    pairs = list(zip(bounds[0].tolist(), bounds[1].tolist(), strict=True))
+    tic = time.perf_counter()
+    if name == "qes":
+        kwargs = get_acqf_input_constructor(qES)(
+            model=model, training_data=data, bounds=pairs, **QES_OPTIONS[option]
+        )
+        acqf, sequential = qES(**kwargs), False
+    else:
+        kwargs = get_acqf_input_constructor(qMaxValueEntropy)(
+            model=model, training_data=data, bounds=pairs
+        )
+        cls = qLowerBoundMaxValueEntropy if name == "gibbon" else qMaxValueEntropy
+        acqf, sequential = cls(**kwargs), True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OptimizationWarning)
+        optimize_acqf(
+            acqf,
+            bounds=bounds,
+            q=q,
+            num_restarts=10,
+            raw_samples=512,
+            sequential=sequential,
+        )
+    return time.perf_counter() - tic
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--problem", default="hartmann6")
+    parser.add_argument("--n", type=int, default=30)
+    parser.add_argument("--q", type=int, default=1)
+    parser.add_argument("--configs", default="gibbon,qmes,qes")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    problem = get_problem(args.problem)
+    bounds = torch.stack([torch.zeros(problem.dim), torch.ones(problem.dim)]).double()
+    configs = args.configs.split(",")
+    seconds = {c: [] for c in configs}
+    ratios = {c: [] for c in configs}
+    for seed in range(args.seeds):
+        X = draw_sobol_samples(bounds, n=args.n, q=1, seed=seed).squeeze(-2)
+        Y = -problem(X).unsqueeze(-1)  # maximize
+        model = SingleTaskGP(X, Y, outcome_transform=Standardize(1))
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        data = SupervisedDataset(
+            X,
+            Y,
+            feature_names=[f"x{i}" for i in range(problem.dim)],
+            outcome_names=["y"],
+        )
+        for repeat in range(args.repeats):
+            shift = (seed * args.repeats + repeat) % len(configs)
+            order = configs[shift:] + configs[:shift]
+            torch.manual_seed(repeat)
+            got = {c: _time_config(c, model, data, bounds, args.q) for c in order}
+            for c in configs:
+                seconds[c].append(got[c])
+                if "gibbon" in got:
+                    ratios[c].append(got[c] / got["gibbon"])
+    print(f"{args.problem} q={args.q} n={args.n}: median s (median ratio to gibbon)")
+    for c in configs:
+        ratio = statistics.median(ratios[c]) if ratios[c] else float("nan")
+        print(f"  {c:14s} {statistics.median(seconds[c]):7.3f}  ({ratio:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()
