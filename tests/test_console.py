@@ -66,3 +66,20 @@ class TestConsole(BotorchTestCase):
         )
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("botorch-ext[runner]", result.stderr)
+
+
+class TestCoreDependencies(BotorchTestCase):
+    def test_components_import_without_the_runner_and_ax_extras(self):
+        # The core install has neither matplotlib, distributed nor ax-platform.
+        code = (
+            "import sys\n"
+            "for name in ('matplotlib', 'distributed', 'dask', 'ax'):\n"
+            "    sys.modules[name] = None\n"
+            "import botorch_ext, botorch_ext.acquisition, botorch_ext.kernels\n"
+            "import botorch_ext.models, botorch_ext.optim, botorch_ext.sgmcmc\n"
+            "import botorch_ext.ax\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
+        self.assertEqual(result.returncode, 0, result.stderr)
