@@ -2,7 +2,7 @@
 
 import sys
 
-from botorch_ext.cli import main
+from botorch_ext.console import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,7 @@ infinite logit) and so change the fitted values.
 
 ``ReflectedInterval`` enforces the box by reflection instead: the transform is the
 identity inside ``[lower, upper]`` and folds values outside back in (a triangle
-wave, slope +-1 everywhere), so
+wave with slope of magnitude one everywhere), so
 
 * inside the box the raw parameter *is* the value: BoTorch's
   ``get_parameters_and_bounds`` maps the bounds through the (identity) inverse

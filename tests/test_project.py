@@ -1,4 +1,4 @@
-r"""Checks that the README's set-up commands and CI stay in sync."""
+r"""Checks that the README, CI, the changelog and the package metadata stay in sync."""
 
 import re
 import unittest
@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _readme_commands() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    section = text.split("## Set-up on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```bash\n(.+?)\n```", section, flags=re.S)
 
 
@@ -29,8 +29,33 @@ class TestProject(unittest.TestCase):
         ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
         self.assertIn(test_command, ci_lines)
 
+    def test_readme_installs_the_runner_extra_first(self):
+        self.assertIn('pip install -e ".[runner]"', _readme_commands()[0])
+        self.assertIn('pip install -e ".[test]"', _readme_commands()[1])
+
+    def test_readme_is_an_entry_page(self):
+        lines = (ROOT / "README.md").read_text().splitlines()
+        self.assertLessEqual(len(lines), 250)
+        for heading in ("## Install", "## Quick start"):
+            self.assertIn(heading, lines[:80])
+        self.assertIn("botorch-ext demo", "\n".join(lines[:80]))
+
     def test_changelog_has_unreleased_section(self):
         self.assertIn("## [Unreleased]", (ROOT / "CHANGELOG.md").read_text())
+
+    def test_changelog_has_a_section_for_the_package_version(self):
+        version = re.search(
+            r'^version = "(.+)"$', (ROOT / "pyproject.toml").read_text(), flags=re.M
+        ).group(1)
+        self.assertRegex(
+            (ROOT / "CHANGELOG.md").read_text(),
+            rf"\n## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}\n",
+        )
+
+    def test_ci_builds_the_docs_with_warnings_as_errors(self):
+        ci = (ROOT / ".ci" / "run").read_text()
+        self.assertIn('pip install -e ".[docs]"', ci)
+        self.assertRegex(ci, r"sphinx-build -W .*-b html docs ")
 
 
 class TestReadmeQuickStart(unittest.TestCase):
