@@ -576,8 +576,20 @@ class TestSurrogateHooks(BotorchTestCase):
             model_options={"inducing_points": 6},
             mll_class=PredictiveLogLikelihood,
         )
+        from functools import partial
+
+        from botorch.fit import fit_gpytorch_mll
+
+        from botorch_ext.ax import surrogate as hooks
+
         client = _eulbo_client(model_config=config, num_sobol=6)
-        _run_trials(client, 7)
+        # BoTorch's fit with a short L-BFGS budget (the test's time).
+        short = partial(fit_gpytorch_mll, optimizer_kwargs={"options": {"maxiter": 30}})
+        with mock.patch.object(hooks, "fit_gpytorch_mll", wraps=short) as fit:
+            _run_trials(client, 7)
+        (mll,), _ = fit.call_args
+        self.assertIsInstance(mll, PredictiveLogLikelihood)
+        self.assertEqual(mll.num_data, 6)
         _check_trials(self, client, 7, bo_from=6)
         model = _generator(client).surrogate.model
         self.assertIs(type(model), SingleTaskVariationalGP)
@@ -592,7 +604,8 @@ class TestSurrogateHooks(BotorchTestCase):
         node = loaded._generation_strategy._curr
         spec = node.generator_specs[0].generator_kwargs["surrogate_spec"]
         self.assertIs(spec.model_configs[0].mll_class, PredictiveLogLikelihood)
-        _run_trials(loaded, 1)
+        with mock.patch.object(hooks, "fit_gpytorch_mll", short):
+            _run_trials(loaded, 1)
         _check_trials(self, loaded, 8, bo_from=6)
 
 
