@@ -376,6 +376,18 @@ class TestEULBOModelInAx(BotorchTestCase):
             [[arm.parameters[f"x{i}"] for i in range(DIM)] for arm in run.arms]
         )
         self.assertTrue(((X >= 0) & (X <= 1)).all())
+        self.assertEqual(len({tuple(x.tolist()) for x in X}), 2)
+        # The choice is stored with the generation strategy.
+        from ax import Client
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "client.json"
+            client.save_to_json_file(str(path))
+            self.assertIn('"EULBOAcquisition"', path.read_text())
+            loaded = Client.load_from_json_file(str(path))
+        kwargs = loaded._generation_strategy._curr.generator_specs[0].generator_kwargs
+        self.assertIs(kwargs["acquisition_class"], EULBOAcquisition)
+        self.assertEqual(kwargs["acquisition_options"], {"utility": "ei", "seed": 1})
 
 
 def _digest(d=2, **kwargs):
