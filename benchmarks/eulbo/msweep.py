@@ -109,7 +109,7 @@ def summary(path: str, at: int) -> None:
     final = {}
     for r in rows:
         key = (r["problem"], int(r["m"]), r["method"], int(r["seed"]))
-        if int(r["n_evals"]) <= at:
+        if int(r["n_evals"]) == at:  # runs that reached the checkpoint
             final[key] = float(r["best_value"])
     groups: dict = defaultdict(dict)
     for (prob, m, method, seed), v in final.items():
@@ -122,11 +122,33 @@ def summary(path: str, at: int) -> None:
         var = sum((x - mu) ** 2 for x in xs) / (len(xs) - 1)
         return mu, math.sqrt(var / len(xs))
 
+    evidence: dict = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if int(r["n_evals"]) > at:
+            continue
+        key = (r["problem"], int(r["m"]), r["method"])
+        for col in ("moved", "w_moved", "utility_gradient_share"):
+            if r[col] not in ("", "None"):
+                evidence[key][col].append(float(r[col]))
+        if int(r["n_evals"]) == at and r["noise"] not in ("", "None"):
+            evidence[key]["final_noise"].append(float(r["noise"]))
+
+    def med(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if xs else float("nan")
+
     for (prob, m), by_method in sorted(groups.items()):
         print(f"{prob} m={m} at {at}:")
         for method, seeds in sorted(by_method.items()):
             mu, se = mse(list(seeds.values()))
-            print(f"  {method:22s} n={len(seeds):2d} {mu:.3f} ± {se:.3f}")
+            ev = evidence[(prob, m, method)]
+            print(
+                f"  {method:22s} n={len(seeds):2d} {mu:.3f} ± {se:.3f}  "
+                f"median per step: x moved {med(ev['moved']):.3g}, "
+                f"|dw| {med(ev['w_moved']):.3g}, "
+                f"utility share {med(ev['utility_gradient_share']):.3g}; "
+                f"final noise median {med(ev['final_noise']):.3g}"
+            )
         base = by_method.get("elbo-svgp") or by_method.get("turbo-elbo-svgp")
         for method, seeds in sorted(by_method.items()):
             if base is None or seeds is base:
