@@ -130,6 +130,13 @@ def summary(path: str, at: int) -> None:
         for col in ("moved", "w_moved", "utility_gradient_share"):
             if r[col] not in ("", "None"):
                 evidence[key][col].append(float(r[col]))
+        cols = ("utility", "warm_start_utility", "eulbo", "warm_start_eulbo")
+        if all(r[c] not in ("", "None") for c in cols):
+            d_util = float(r["utility"]) - float(r["warm_start_utility"])
+            d_eulbo = float(r["eulbo"]) - float(r["warm_start_eulbo"])
+            # utility_weight is 1 in every method run here.
+            evidence[key]["d_utility"].append(d_util)
+            evidence[key]["d_elbo"].append(d_eulbo - d_util)
         if int(r["n_evals"]) == at and r["noise"] not in ("", "None"):
             evidence[key]["final_noise"].append(float(r["noise"]))
 
@@ -146,7 +153,9 @@ def summary(path: str, at: int) -> None:
                 f"  {method:22s} n={len(seeds):2d} {mu:.3f} ± {se:.3f}  "
                 f"median per step: x moved {med(ev['moved']):.3g}, "
                 f"|dw| {med(ev['w_moved']):.3g}, "
-                f"utility share {med(ev['utility_gradient_share']):.3g}; "
+                f"utility share {med(ev['utility_gradient_share']):.3g}, "
+                f"d utility {med(ev['d_utility']):+.3g}, "
+                f"d ELBO {med(ev['d_elbo']):+.3g}; "
                 f"final noise median {med(ev['final_noise']):.3g}"
             )
         base = by_method.get("elbo-svgp") or by_method.get("turbo-elbo-svgp")
