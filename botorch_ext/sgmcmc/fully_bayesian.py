@@ -324,12 +324,15 @@ class HyperparameterPosterior:
 
 
 def _kind(constraint: Interval | None) -> str:
-    r"""How ``z`` maps to a raw parameter: ``"free"`` (identity; the constraint,
-    if any, is enforced by its transform), or, for a constraint without
+    r"""How ``z`` maps to a raw parameter.
+
+    ``"free"`` (identity; the constraint, if any, is enforced by its
+    transform), or, for a constraint without
     transform (BoTorch's noise and lengthscale floors, which L-BFGS-B keeps
     feasible during MAP fits) or a ``ReflectedInterval`` (``CylindricalKernel``'s
     boxes; its raw value is the parameter's value inside the box), ``"box"``
-    (sigmoid), ``"lower"`` (``lo + exp(z)``) or ``"upper"`` (``hi - exp(z)``)."""
+    (sigmoid), ``"lower"`` (``lo + exp(z)``) or ``"upper"`` (``hi - exp(z)``).
+    """
     if constraint is None:
         return "free"
     if constraint.enforced and not isinstance(constraint, ReflectedInterval):

@@ -153,10 +153,13 @@ class SamplerResult:
 
 
 class _Batcher:
-    r"""Minibatch indices by random reshuffling: each epoch is a random
-    permutation, cut into consecutive batches, so every batch is drawn without
+    r"""Minibatch indices by random reshuffling.
+
+    Each epoch is a random permutation, cut into consecutive batches, so every
+    batch is drawn without
     replacement and the estimator stays unbiased, without the cost of a fresh
-    ``randperm(N)`` per step."""
+    ``randperm(N)`` per step.
+    """
 
     def __init__(self, state, num_data, batch_size, generator, device) -> None:
         self.state, self.num_data, self.batch_size = state, num_data, batch_size

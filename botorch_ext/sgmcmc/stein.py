@@ -15,7 +15,7 @@ normalizing constant). Two discrepancies are provided:
 Both are returned as non-negative V-statistics (square roots of squared
 discrepancies), so that smaller is better and arms can be ranked directly.
 
-References
+References:
 
 .. [Coullon2023mamba]
     J. Coullon, L. South and C. Nemeth. Efficient and generalizable tuning
