@@ -624,14 +624,14 @@ class TestCylindricalKernel(BotorchTestCase):
     def test_matern52_radial_gradcheck(self):
         from torch.autograd import gradcheck
 
-        from botorch_ext.kernels.cylindrical import _Matern52Radial
+        from botorch_ext.kernels.radial import Matern52Radial
 
         u1 = torch.rand(2, 5, 1, dtype=torch.double, requires_grad=True)
         u2 = torch.rand(1, 1, 4, dtype=torch.double, requires_grad=True)
-        self.assertTrue(gradcheck(_Matern52Radial.apply, (u1, u2)))
+        self.assertTrue(gradcheck(Matern52Radial.apply, (u1, u2)))
         a = torch.rand(6, dtype=torch.double, requires_grad=True)
         b = a.detach().clone().requires_grad_(True)  # d = 0: derivative 0
-        self.assertTrue(gradcheck(_Matern52Radial.apply, (a, b)))
+        self.assertTrue(gradcheck(Matern52Radial.apply, (a, b)))
 
     def test_polar_split_safe(self):
         diff = torch.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
