@@ -374,13 +374,15 @@ def fit_fully_bayesian_model_sgmcmc(
     leapfrog steps) by successive halving on the KSD of the draws with their
     full-batch scores, then loads ``num_samples`` evenly spaced draws of the
     winning arm's last round into ``model`` (``load_hyperparameter_samples``).
-    Batch size is not tuned: the GP marginal likelihood is not a sum over data.
-    Default grid: step sizes ``10^-0.5 ... 10^-3`` in half decades (the paper's
-    spacing; the upper range suits the O(1) posterior spread of raw GP
-    hyperparameters at BO data sizes: with ``10^-1 ... 10^-3.5`` the largest
-    step won every fit in the tutorial's Branin runs, so the grid was moved up
-    by half a decade; steps too large for a data set make the kernel matrix
-    singular, which counts as divergence and ranks the arm last).
+
+    Choices:
+
+    - Batch size is not tuned: the GP marginal likelihood is not a sum over
+      data, so every gradient is full-batch.
+    - Default step sizes ``10^-0.5 ... 10^-3`` in half decades: the paper's
+      spacing, placed for the O(1) posterior spread of raw GP hyperparameters
+      at BO data sizes. A step too large makes the kernel matrix singular,
+      which counts as divergence and ranks the arm last.
 
     Example:
         >>> model = SGMCMCFullyBayesianSingleTaskGP(train_X, train_Y)
@@ -399,7 +401,8 @@ def fit_fully_bayesian_model_sgmcmc(
         fit_map: Start from the MAP (else from the current hyperparameters).
         generator: Seeds the samplers.
         progress: Show MAMBA's progress bar.
-        **mamba_kwargs: Passed to ``mamba`` (``eta``, ``metric``, ``thin``, ...).
+        **mamba_kwargs: Passed to ``mamba``: ``eta``, ``settings`` or fields of
+            ``ArmSettings`` (``metric``, ``thin``, ...).
 
     Returns:
         The ``MambaResult`` of the tuning run (its ``history`` shows the arms).
