@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from botorch.models.transforms.utils import kumaraswamy_warp
@@ -616,7 +616,7 @@ def _check_floor(
             )
         values = [0.0] + [float(floor)] * angular_degree
     else:
-        values = [float(v) for v in floor]
+        values = [float(v) for v in cast(Sequence[float], floor)]
         if len(values) != angular_degree + 1:
             raise ValueError(
                 f"`angular_weights_floor` needs {angular_degree + 1} entries "

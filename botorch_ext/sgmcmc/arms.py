@@ -308,11 +308,11 @@ def stein_metric(
         return math.inf, samples
     kwargs = dict(metric_kwargs or {})
     if metric == "ksd":
-        value = kernel_stein_discrepancy(samples, scores, **kwargs)
+        discrepancy = kernel_stein_discrepancy(samples, scores, **kwargs)
     else:
         kwargs.setdefault("generator", torch.Generator().manual_seed(0))
-        value = finite_set_stein_discrepancy(samples, scores, **kwargs)
-    value = float(value)
+        discrepancy = finite_set_stein_discrepancy(samples, scores, **kwargs)
+    value = float(discrepancy)
     return (value if math.isfinite(value) else math.inf), samples
 
 
@@ -353,6 +353,8 @@ def _run_arm(
         **limit,
     )
     if settings.sampler == "sghmc":
+        # run_and_score_arm checked that an SGHMC arm has leapfrog steps.
+        assert arm.num_leapfrog_steps is not None
         return sghmc(
             num_leapfrog_steps=arm.num_leapfrog_steps,
             friction=settings.friction,

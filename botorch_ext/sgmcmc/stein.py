@@ -36,6 +36,7 @@ References:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -328,7 +329,11 @@ def _draw_test_locations(
     # Draw on the generator's device (a CPU generator cannot fill a CUDA tensor),
     # then move to the samples.
     gen_device = generator.device if generator is not None else samples.device
-    kw = {"dtype": samples.dtype, "device": gen_device, "generator": generator}
+    kw: dict[str, Any] = {
+        "dtype": samples.dtype,
+        "device": gen_device,
+        "generator": generator,
+    }
     z_n = torch.randn(num, n, **kw).to(samples.device)
     z_d = torch.randn(num, d, **kw).to(samples.device)
     return mean + z_n @ xc / math.sqrt(max(n - 1, 1)) + math.sqrt(eps) * z_d
