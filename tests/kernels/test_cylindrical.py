@@ -490,6 +490,16 @@ class TestCylindricalKernel(BotorchTestCase):
         self.assertEqual(
             list(CylindricalKernel(alpha_prior=None).named_priors())[0][0], "beta_prior"
         )
+        # The authors' priors: log alpha ~ N(0, 0.5^2), log beta ~ N(0.5, 0.5^2),
+        # each on its own exponent.
+        priors = {name: (prior, closure) for name, _, prior, closure, _ in
+                  k.named_priors()}  # fmt: skip
+        k.alpha, k.beta = 0.75, 1.5
+        for name, loc, value in (("alpha_prior", 0.0, 0.75), ("beta_prior", 0.5, 1.5)):
+            prior, closure = priors[name]
+            self.assertEqual(prior.base_dist.loc.item(), loc)
+            self.assertEqual(prior.base_dist.scale.item(), 0.5)
+            self.assertEqual(closure(k).item(), value)
         # Zero-degree angular kernel: K_a = 1, a pure radius kernel.
         k0 = CylindricalKernel(angular_degree=0)
         X = torch.rand(5, 3)
