@@ -168,7 +168,8 @@ class qUCB(qUpperConfidenceBound):
 def _exact_mean(posterior) -> Tensor | None:
     r"""The posterior mean, or None where the posterior cannot provide it (e.g. a
     ``TransformedPosterior`` under a non-linear outcome transform such as
-    ``Bilog``, whose mean has no closed form)."""
+    ``Bilog``, whose mean has no closed form).
+    """
     try:
         return posterior.mean
     except NotImplementedError:

@@ -1,9 +1,13 @@
+# Longer than 500 lines for one class: the parameterization (warp boxes and
+# starts, angular weights and their floor) and the two center rules all act on
+# the same hyperparameters. Pure helpers live in kernels/spherical.py and
+# kernels/radial.py.
 r"""BOCK's cylindrical kernel: a radius kernel times an angular kernel about a center.
 
 Data path: ``x -> (rho, a)`` polar split about ``center`` -> Kumaraswamy-warped
 radius ``w(rho)`` -> ``K_r(w(rho1), w(rho2)) * K_a(a1, a2)``.
 
-References
+References:
 
 .. [Oh2018bock]
     C. Oh, E. Gavves and M. Welling. BOCK: Bayesian Optimization with Cylindrical
@@ -16,7 +20,8 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import torch
 from botorch.models.transforms.utils import kumaraswamy_warp
@@ -27,7 +32,9 @@ from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
 from botorch_ext.constraints import ReflectedInterval
-from botorch_ext.validation import check_positive, check_positive_int
+from botorch_ext.kernels.radial import Matern52Radial
+from botorch_ext.kernels.spherical import horner, polar_split, sphere_moments
+from botorch_ext.validation import check_positive
 
 # Authors' box for the radius warp (concave and non-decreasing on [0, 1]).
 ALPHA_BOUNDS = (0.5, 1.0)
@@ -72,64 +79,6 @@ def default_beta_prior() -> LogNormalPrior:
     return LogNormalPrior(loc=0.5, scale=0.5)
 
 
-def sphere_moments(dim: int, degree: int) -> list[float]:
-    r"""Moments ``m_p = E[(a . e)^p]``, ``p = 0..degree``, of a uniform unit vector.
-
-    For ``a`` uniform on the sphere ``S^{dim-1}`` and any fixed unit vector ``e``,
-    odd moments vanish and ``m_p = prod_{k < p/2} (2k + 1) / (dim + 2k)`` for even
-    ``p``; ``m_0 = 1``.
-
-    Example:
-        >>> sphere_moments(3, 2)  # [1, 0, 1/3]
-        [1.0, 0.0, 0.3333333333333333]
-
-    Args:
-        dim: The dimension of the ambient space (``>= 1``).
-        degree: The largest power ``p``.
-
-    Returns:
-        A list of ``degree + 1`` moments.
-    """
-    check_positive_int("dim", dim)
-    moments = []
-    for p in range(degree + 1):
-        if p % 2:
-            moments.append(0.0)
-        else:
-            moments.append(
-                math.prod((2 * k + 1) / (dim + 2 * k) for k in range(p // 2))
-            )
-    return moments
-
-
-def polar_split(diff: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    r"""Split offsets from the center into norm, unit direction and a center mask.
-
-    ``norm = ||diff||`` and ``a = diff / ||diff||`` are computed with the safe
-    pattern (the square root and the division only ever see positive values), so
-    values and gradients are finite everywhere. At exactly the center the norm is
-    0 with zero gradient, the direction is the zero vector, and ``at_center`` is
-    True; callers decide what the center's angular similarity is.
-
-    Example:
-        >>> norm, a, at_center = polar_split(torch.tensor([[3.0, 4.0], [0.0, 0.0]]))
-        >>> norm.squeeze(-1), at_center.squeeze(-1)
-        (tensor([5., 0.]), tensor([False,  True]))
-
-    Args:
-        diff: A ``batch_shape x n x d`` tensor of offsets ``x - center``.
-
-    Returns:
-        ``norm`` (``batch_shape x n x 1``), ``a`` (``batch_shape x n x d``) and
-        ``at_center`` (``batch_shape x n x 1``, bool).
-    """
-    sq = diff.pow(2).sum(dim=-1, keepdim=True)
-    at_center = sq == 0
-    safe_norm = torch.where(at_center, torch.ones_like(sq), sq).sqrt()
-    norm = torch.where(at_center, torch.zeros_like(sq), safe_norm)
-    return norm, diff / safe_norm, at_center
-
-
 def _warp_start(constraint: Interval) -> Tensor:
     r"""The starting value of a warp exponent under ``constraint``.
 
@@ -151,7 +100,7 @@ def _warp_start(constraint: Interval) -> Tensor:
 
 
 class CylindricalKernel(Kernel):
-    r"""BOCK's cylindrical kernel, mapping the unit cube into a ball about a center.
+    r"""BOCK's cylindrical kernel: a radius kernel times an angular kernel.
 
     With ``rho = ||x - c|| / R`` and ``a = (x - c) / ||x - c||`` [Oh2018bock]_:
 
@@ -160,107 +109,79 @@ class CylindricalKernel(Kernel):
         w(rho) = 1 - (1 - rho^alpha)^beta  (Kumaraswamy CDF).
 
     ``K_a`` is a continuous radial kernel on the sphere [Jayasumana2014]_ whose
-    weights are normalised (softmax of ``raw_angular_weights``), so
-    ``K(x, x) = K_r(w, w)``: with a stationary ``K_r`` the prior variance is the
-    same at every point. Wrap the kernel in a ``ScaleKernel`` for an amplitude.
-    The hyperparameters (``P + 1`` angular weights, ``alpha``, ``beta`` and those
-    of ``K_r``) do not grow with the dimension.
+    weights are normalized (softmax of ``raw_angular_weights``), so ``K(x, x) =
+    K_r(w, w)``; wrap the kernel in a ``ScaleKernel`` for an amplitude. The
+    number of hyperparameters does not grow with the dimension.
 
-    The radius warp is concave and non-decreasing on the authors' box
-    ``alpha in [0.5, 1]``, ``beta in [1, 2]`` and starts at the identity
-    (``alpha = beta = 1``). The boxes are ``ReflectedInterval`` constraints:
-    the raw parameter is the value inside the box and is reflected back into it
-    outside, so every optimizer and sampler (Adam, SGLD, ...) stays in the box,
-    while ``fit_gpytorch_mll`` passes the box to L-BFGS-B as parameter bounds
-    exactly as for an untransformed constraint (the identity, a corner of the
-    box, is reachable with a non-zero gradient, and MAP fits are those of an
-    untransformed box). The priors are the authors'
-    (``log alpha ~ N(0, 0.5^2)``, ``log beta ~ N(0.5, 0.5^2)``). The default
-    ``K_r`` is a Matern-5/2 on the warped radius with its lengthscale in
-    ``[0.01, 2]`` (a ``ReflectedInterval`` too) starting at 1 (the authors'
-    bounds and start, in units of the search radius). The warp itself is
-    BoTorch's ``kumaraswamy_warp``.
+    Choices:
 
-    The center. The direction of the center is undefined, and how the kernel
-    treats points at and near it decides whether BO can leave the center (where
-    the runner starts). Two rules (``center_rule``):
+    - The warp's box ``alpha in [0.5, 1]``, ``beta in [1, 2]``, starting at the
+      identity, with priors ``log alpha ~ N(0, 0.5^2)`` and ``log beta ~ N(0.5,
+      0.5^2)``: the authors', keeping the warp concave and non-decreasing.
+    - The boxes are ``ReflectedInterval`` constraints: Adam and samplers stay
+      inside, and ``fit_gpytorch_mll`` passes them to L-BFGS-B as bounds, so the
+      identity warp (a corner) is reachable with a non-zero gradient.
+    - ``K_r`` defaults to a Matern-5/2 on the warped radius with lengthscale in
+      ``[0.01, 2]`` starting at 1: the authors' bounds and start, in units of the
+      search radius.
+    - ``center_rule="continuous"`` (default) applies the polynomial to the warped
+      offset ``u = w(rho) a``, normalized::
 
-    ``"continuous"`` (default): the angular polynomial acts on the warped offset
-    ``u = w(rho) a`` instead of on the unit direction ``a``, normalized:
+          K_a(x1, x2) = sum_p c_p (u1 . u2)^p / sqrt(N(x1) N(x2)),
+          N(x) = sum_p c_p w(rho)^(2p).
 
-        K_a(x1, x2) = sum_p c_p (u1 . u2)^p / sqrt(N(x1) N(x2)),
-        N(x) = sum_p c_p |u|^(2p) = sum_p c_p w(rho)^(2p).
+      It is positive semi-definite, continuous at the center (where the
+      direction is undefined) and the ``"direction"`` kernel on the boundary;
+      near the center its linear term is a local gradient model, so BO can
+      leave the center.
+    - ``center_rule="direction"`` applies it to unit directions and gives the
+      center the similarity ``sqrt(sum_p c_p m_p)`` to every direction (``m_p``
+      the sphere moments), the largest one that keeps Gram matrices positive
+      semi-definite. Kept for comparison: near the center a new direction looks
+      unexplored, which can trap BO there.
+    - The paper's own treatment of the center (it takes each test point's
+      direction) does not give a positive semi-definite Gram matrix, so it is
+      not offered.
+    - ``angular_weights_floor`` keeps chosen weights above a floor, ``c_p = f_p
+      + (1 - sum_q f_q) softmax(raw)_p``: MAP fits tend to put all weight on one
+      power, and at ``c = e_0`` the model is blind to direction. Use it with the
+      ``"continuous"`` rule (under ``"direction"`` interior weights bring back
+      the center trap).
+    - Inputs must lie in the closed ball of radius ``R`` about ``c``: a point
+      outside raises ``ValueError`` rather than being clamped. The default ball
+      holds the unit cube; with BoTorch's ``Normalize``, pass the search box as
+      its ``bounds``.
+    - ``fit_gpytorch_mll`` fits the kernel by MAP; the authors slice-sampled the
+      hyperparameters (``SGMCMCFullyBayesianSingleTaskGP`` averages over draws).
 
-    This is a polynomial kernel with non-negative weights in the feature ``u``,
-    rescaled by a positive function, so every Gram matrix is positive
-    semi-definite; ``K_a(x, x) = 1``; on the ball's boundary (``w = 1``) it is the
-    ``"direction"`` kernel; and it is continuous at the center, with
-    ``K_a(c, x) = sqrt(c_0 / N(x))`` and no special case. Near the center it
-    behaves like a locally stationary kernel in ``u`` whose linear term
-    ``c_1 (u1 . u2)`` is a local gradient model, so the model can tell the
-    descent direction from the others there. No hyperparameter is added. BoTorch's
-    warp maps ``rho = 0`` to ``w(1e-8) > 0``, so ``|u| = w(rho) rho / (rho +
-    1e-8)`` is used, which is 0 at the center and ``w(rho)`` to a relative
-    ``1e-8 / rho`` elsewhere; ``u`` is smooth and its gradient with respect to
-    ``x`` finite (it grows like ``rho^(alpha - 1)`` near the center, against
-    ``1 / rho`` under the ``"direction"`` rule). Under this
-    rule the weights are only defined up to scale, so weights below
-    ``eps^2`` of the dtype are raised to it (no ``0 / 0`` at the center).
-
-    ``"direction"``: the polynomial acts on the unit directions and the center
-    gets the feature ``psi = phibar / ||phibar||``, where ``phibar`` is the mean
-    of the angular features over the uniform sphere. Then ``K_a(c, c) = 1`` and
-    ``K_a(c, a) = sqrt(sum_p c_p m_p)`` for every direction ``a``, with
-    ``m_p = E[(a . e)^p]`` the sphere moments: the largest similarity to the
-    center that is the same in every direction and keeps every Gram matrix
-    positive semi-definite. It is a limit the kernel does not approach
-    continuously (points near the center keep their directions), so the gradient
-    with respect to ``x`` grows like ``1 / ||x - c||`` near the center. This was
-    the rule of ``botorch_ext`` 0.x and is kept for comparison: measured on
-    Rosenbrock-100 (``benchmarks/README.md`` section 6.7) it traps BO at the
-    center, because with interior weights a point at a tiny radius in a new
-    direction is nearly independent of the data, so the center itself looks
-    unexplored, and once ``c -> e_0`` the model is blind to direction.
-
-    [Oh2018bock, Sec. 3.3] instead give the center the direction of each test
-    point, which makes it maximally similar to every other point at once; that
-    is not a kernel (a Gram matrix over the center and two opposite points can
-    be indefinite, and a joint q-batch posterior would depend on which test
-    point is "current"). Implemented as a model-level posterior it was measured
-    to hurt (Rosenbrock-100, 8608 after 80 evaluations against 7408) or to do
-    nothing (with the authors' origin-aware likelihood, 7794), so it is not
-    offered. Their candidate scheme for the acquisition optimizer (Sobol points
-    plus Gaussian sprays about the incumbent; the runner's
-    ``--initial-conditions bock``) seeds the optimizer at the incumbent, which
-    is the center early in a run; with the ``"continuous"`` rule on
-    Rosenbrock-100 it ended behind BoTorch's default starting points in 3 of 3
-    seeds after 100 evaluations (+308 +- 77), so BoTorch's default is the one to
-    use with this kernel.
-
-    Keeping a directional term. Fitted by MAP, the angular weights tend to
-    collapse onto one vertex of the simplex; at ``c = e_0`` both rules are a
-    radius-only model, blind to direction. ``angular_weights_floor`` keeps chosen
-    weights above a floor: ``c_p = f_p + (1 - sum_q f_q) softmax(raw)_p``. It
-    belongs with the ``"continuous"`` rule only; under ``"direction"`` any
-    interior ``c`` is the center trap above. Measured on Rosenbrock-100
-    (``benchmarks/README.md`` section 6.7): ``c_1 >= 0.05`` reached 3402 / 3208
-    after 150 evaluations (seeds 0 / 1) against 4796 / 5563 without a floor and
-    5099 / 5384 with ``c_0, c_1 >= 0.05``; averaging over SGLD draws did not keep
-    the weights interior (3 seeds at 20-D and 100-D, section 6.10: the averages
-    sit at the MAP's vertex; ahead of MAP after 40 evaluations at 100-D, behind
-    at 20-D). Under MAP none of these matched an isotropic Matern-5/2
-    with a learned outputscale on Rosenbrock-20 or -100.
-
-    Inputs must lie in the closed ball of radius ``R`` about ``c``; a point
-    outside raises ``ValueError`` naming the largest radius found (nothing is
-    clamped, apart from rounding at the boundary). The ball holds the unit cube,
-    so inputs normalized to the search box are always inside; with BoTorch's
-    ``Normalize`` input transform, pass the search box as its ``bounds`` (bounds
-    learned from the training data map test points outside it further out).
-
-    Fitting: [Oh2018bock]_ sample the hyperparameters with slice sampling; with
-    ``fit_gpytorch_mll`` this kernel is fitted by MAP (maximum marginal
-    likelihood plus the log priors).
+    Args:
+        angular_degree: ``P``, the largest power in ``K_a`` (``P + 1`` weights).
+            The authors used 3.
+        radial_base_kernel: ``K_r``, a kernel on the 1-d warped radius. Default:
+            Matern-5/2 with lengthscale in ``[0.01, 2]`` starting at 1.
+        center: ``c``: a scalar (the same in every coordinate) or a
+            ``d``-vector. Default 0.5, the center of the unit cube.
+        radius: ``R``. ``None`` means the smallest ball about ``c`` that holds
+            the unit cube, ``sqrt(sum_i max(c_i, 1 - c_i)^2)``.
+        batch_shape: Batch shape of the hyperparameters.
+        active_dims: Input dimensions the kernel acts on.
+        angular_weights_prior: Optional prior on the normalized weights ``c_p``.
+        alpha_prior: Prior on ``alpha``; default ``LogNormalPrior(0, 0.5)``,
+            ``None`` for none.
+        alpha_constraint: Constraint on ``alpha``; default the box
+            ``ReflectedInterval(0.5, 1)``, starting at 1. A box whose transform
+            never reaches its ends (GPyTorch's sigmoid) starts
+            ``WARP_START_INSET`` of its width inside 1.
+        beta_prior: Prior on ``beta``; default ``LogNormalPrior(0.5, 0.5)``,
+            ``None`` for none.
+        beta_constraint: Constraint on ``beta``; default the box
+            ``ReflectedInterval(1, 2)``, starting at 1 (as for ``alpha``).
+        center_rule: ``"continuous"`` or ``"direction"`` (see above).
+        angular_weights_floor: Lower bounds ``f_p`` on the normalized weights:
+            ``P + 1`` non-negative floats with sum below 1, or a float ``f`` for
+            ``f_p = f`` on the weights ``p >= 1`` (``f_0 = 0``). ``None`` for no
+            floor.
+        **kwargs: Passed to ``gpytorch.kernels.Kernel``.
 
     Example:
         >>> model = SingleTaskGP(train_X, train_Y, covar_module=CylindricalKernel())
@@ -288,79 +209,19 @@ class CylindricalKernel(Kernel):
         beta_constraint: Interval | None = None,
         center_rule: str = "continuous",
         angular_weights_floor: float | Sequence[float] | None = None,
-        **kwargs,
+        **kwargs: Any,
     ) -> None:
-        r"""Cylindrical kernel of [Oh2018bock]_.
-
-        Args:
-            angular_degree: ``P``, the largest power of ``a1 . a2`` in ``K_a``
-                (``P + 1`` weights). The authors used 3.
-            radial_base_kernel: ``K_r``, a kernel on the 1-d warped radius. Default:
-                Matern-5/2 with lengthscale in ``[0.01, 2]`` starting at 1.
-            center: The center ``c``: a scalar (the same in every coordinate) or a
-                ``d``-vector. Default 0.5, the center of the unit cube.
-            radius: ``R``. ``None`` means the smallest ball about ``c`` that holds
-                the unit cube, ``sqrt(sum_i max(c_i, 1 - c_i)^2)`` (``sqrt(d) / 2``
-                for the default center; the paper's ``B(0, sqrt(d))`` around
-                ``[-1, 1]^d``).
-            batch_shape: Batch shape of the hyperparameters.
-            active_dims: Input dimensions the kernel acts on.
-            angular_weights_prior: Optional prior on the normalised weights ``c_p``.
-            alpha_prior: Prior on ``alpha``; default ``LogNormalPrior(0, 0.5)``,
-                ``None`` for none.
-            alpha_constraint: Constraint on ``alpha``; default the box
-                ``ReflectedInterval(0.5, 1)``, starting at 1. A box whose
-                transform never reaches its ends (GPyTorch's sigmoid) starts
-                ``WARP_START_INSET`` of its width inside 1.
-            beta_prior: Prior on ``beta``; default ``LogNormalPrior(0.5, 0.5)``,
-                ``None`` for none.
-            beta_constraint: Constraint on ``beta``; default the box
-                ``ReflectedInterval(1, 2)``, starting at 1 (as for ``alpha``).
-            center_rule: ``"continuous"`` (the angular polynomial on the warped
-                offset, continuous at the center) or ``"direction"`` (on the
-                unit direction, with a fixed similarity to the center); see the
-                class docstring.
-            angular_weights_floor: Lower bounds ``f_p`` on the normalized angular
-                weights: a sequence of ``P + 1`` non-negative floats with sum
-                below 1, or a float ``f`` for ``f_p = f`` on the non-constant
-                weights ``p >= 1`` (``f_0 = 0``). ``None`` for no floor.
-            **kwargs: Passed to ``gpytorch.kernels.Kernel``.
-        """
-        if isinstance(angular_degree, bool) or not isinstance(angular_degree, int):
-            raise ValueError(
-                f"`angular_degree` must be a non-negative int, got {angular_degree!r}."
-            )
-        if angular_degree < 0:
-            raise ValueError(
-                f"`angular_degree` must be a non-negative int, got {angular_degree}."
-            )
-        if radius is not None:
-            check_positive("radius", radius)
-        if center_rule not in CENTER_RULES:
-            raise ValueError(
-                f"`center_rule` must be one of {', '.join(map(repr, CENTER_RULES))}, "
-                f"got {center_rule!r}."
-            )
         floor = _check_floor(angular_weights_floor, angular_degree)
-        center_t = torch.as_tensor(center, dtype=torch.float64)
-        if center_t.dim() > 1:
-            raise ValueError(
-                f"`center` must be a scalar or a 1-d tensor, got shape "
-                f"{tuple(center_t.shape)}."
-            )
-        if not bool(torch.isfinite(center_t).all()):
-            raise ValueError(f"`center` must be finite, got {center}.")
+        center_t = _check_ball(center, radius, center_rule)
         super().__init__(batch_shape=batch_shape, active_dims=active_dims, **kwargs)
         self.angular_degree = angular_degree
         self.center_rule = center_rule
         # Plain attributes, not buffers: Kernel.__getitem__ indexes every buffer
-        # by the batch index, and neither has a batch dimension.
+        # by the batch index, and neither the floor nor the center has a batch
+        # dimension.
         self.angular_weights_floor = floor
-        # A plain attribute, not a buffer: Kernel.__getitem__ indexes every buffer
-        # by the batch index, and the center has no batch dimension.
         self.center = center_t
         self.radius = None if radius is None else float(radius)
-
         if radial_base_kernel is None:
             radial_base_kernel = MaternKernel(
                 nu=2.5,
@@ -370,44 +231,57 @@ class CylindricalKernel(Kernel):
                 ),
             )
         self.radial_base_kernel = radial_base_kernel
+        self._init_angular_weights(angular_weights_prior)
+        self._init_warp(
+            "alpha", ALPHA_BOUNDS, alpha_prior, alpha_constraint, default_alpha_prior
+        )
+        self._init_warp(
+            "beta", BETA_BOUNDS, beta_prior, beta_constraint, default_beta_prior
+        )
 
+    def _init_angular_weights(self, prior: Prior | None) -> None:
         # Start near the authors' initialisation: almost no constant term, the
         # powers 1..P equally weighted.
-        init = torch.full((angular_degree + 1,), -math.log(max(angular_degree, 1)))
-        if angular_degree > 0:
+        degree = self.angular_degree
+        init = torch.full((degree + 1,), -math.log(max(degree, 1)))
+        if degree > 0:
             init[0] = -5.0
         self.register_parameter(
             "raw_angular_weights",
             torch.nn.Parameter(init.expand(*self.batch_shape, -1).clone()),
         )
-        if angular_weights_prior is not None:
+        if prior is not None:
             self.register_prior(
                 "angular_weights_prior",
-                angular_weights_prior,
+                prior,
                 self._angular_weights_param,
                 self._angular_weights_closure,
             )
 
-        for name, bounds, prior, constraint, default_prior in (
-            ("alpha", ALPHA_BOUNDS, alpha_prior, alpha_constraint, default_alpha_prior),
-            ("beta", BETA_BOUNDS, beta_prior, beta_constraint, default_beta_prior),
-        ):
-            if constraint is None:
-                constraint = ReflectedInterval(*bounds, initial_value=1.0)
-            self.register_parameter(
-                f"raw_{name}", torch.nn.Parameter(torch.zeros(*self.batch_shape, 1))
+    def _init_warp(
+        self,
+        name: str,
+        bounds: tuple[float, float],
+        prior: Prior | None | _Default,
+        constraint: Interval | None,
+        default_prior: Callable[[], Prior],
+    ) -> None:
+        if constraint is None:
+            constraint = ReflectedInterval(*bounds, initial_value=1.0)
+        self.register_parameter(
+            f"raw_{name}", torch.nn.Parameter(torch.zeros(*self.batch_shape, 1))
+        )
+        self.register_constraint(f"raw_{name}", constraint)
+        setattr(self, name, _warp_start(constraint))
+        if isinstance(prior, _Default):
+            prior = default_prior()
+        if prior is not None:
+            self.register_prior(
+                f"{name}_prior",
+                prior,
+                getattr(self, f"_{name}_param"),
+                getattr(self, f"_{name}_closure"),
             )
-            self.register_constraint(f"raw_{name}", constraint)
-            setattr(self, name, _warp_start(constraint))
-            if isinstance(prior, _Default):
-                prior = default_prior()
-            if prior is not None:
-                self.register_prior(
-                    f"{name}_prior",
-                    prior,
-                    getattr(self, f"_{name}_param"),
-                    getattr(self, f"_{name}_closure"),
-                )
 
     # Prior closures are bound methods, not lambdas, so the kernel pickles.
     def _angular_weights_param(self, m: CylindricalKernel) -> Tensor:
@@ -588,7 +462,14 @@ class CylindricalKernel(Kernel):
         # m_0 = 1 and softmax weights are positive, so the sum is > 0.
         return (weights * moments).sum(dim=-1).sqrt()
 
-    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **params) -> Tensor:
+    def forward(
+        self, x1: Tensor, x2: Tensor, diag: bool = False, **params: Any
+    ) -> Tensor:
+        r"""``K(x1, x2)`` (``batch_shape x n x m``, or ``batch_shape x n`` if ``diag``).
+
+        Raises:
+            ValueError: If an input lies outside the ball.
+        """
         rho1, a1, center1 = self.cylindrical(x1)
         rho2, a2, center2 = self.cylindrical(x2)
         w1, w2 = self.warp(rho1), self.warp(rho2)
@@ -602,7 +483,7 @@ class CylindricalKernel(Kernel):
         if self.center_rule == "continuous":
             angular = self._continuous_angular(rho1, rho2, w1, w2, dot, weights, diag)
         else:
-            angular = _horner(weights, dot)
+            angular = horner(weights, dot)
         # Batched hyperparameters may broadcast against inputs without that batch
         # dimension (e.g. the draws of a fully Bayesian model): expand to both.
         shape = torch.broadcast_shapes(angular.shape, dot.shape)
@@ -641,14 +522,14 @@ class CylindricalKernel(Kernel):
             w_norm = weights.squeeze(-2)  # batch x 1 x (P + 1)
         # N(x) = sum_p c_p |u|^(2p) per point, by Horner's rule in |u|^2.
         if diag:
-            n1 = _horner(w_norm, r1.square())
-            n2 = _horner(w_norm, r2.square())
+            n1 = horner(w_norm, r1.square())
+            n2 = horner(w_norm, r2.square())
             norm = (n1 * n2).sqrt()
         else:
-            n1 = _horner(w_norm, r1.square().squeeze(-1)).unsqueeze(-1)
-            n2 = _horner(w_norm, r2.square().squeeze(-1)).unsqueeze(-2)
+            n1 = horner(w_norm, r1.square().squeeze(-1)).unsqueeze(-1)
+            n2 = horner(w_norm, r2.square().squeeze(-1)).unsqueeze(-2)
             norm = (n1 * n2).sqrt()
-        return _horner(weights, udot) / norm
+        return horner(weights, udot) / norm
 
     def _fix_center(
         self, angular: Tensor, center1: Tensor, center2: Tensor, dim: int, diag: bool
@@ -670,7 +551,7 @@ class CylindricalKernel(Kernel):
         one = torch.ones((), dtype=angular.dtype, device=angular.device)
         return torch.where(both, one, torch.where(either, s, angular))
 
-    def _radial(self, w1: Tensor, w2: Tensor, diag: bool, **params) -> Tensor:
+    def _radial(self, w1: Tensor, w2: Tensor, diag: bool, **params: Any) -> Tensor:
         k = self.radial_base_kernel
         if type(k) is MaternKernel and k.nu == 2.5 and k.lengthscale.shape[-1] == 1:
             # Same function as GPyTorch's Matern-5/2, written for 1-d inputs: GPyTorch
@@ -680,25 +561,51 @@ class CylindricalKernel(Kernel):
             scale = math.sqrt(5) / k.lengthscale  # batch x 1 x 1
             u1, u2 = w1 * scale, w2 * scale
             if diag:
-                return _Matern52Radial.apply(u1.squeeze(-1), u2.squeeze(-1))
-            return _Matern52Radial.apply(u1, u2.mT)
+                return Matern52Radial.apply(u1.squeeze(-1), u2.squeeze(-1))
+            return Matern52Radial.apply(u1, u2.mT)
         with settings.lazily_evaluate_kernels(False):
             radial = k(w1, w2, diag=diag, **params)
         return radial if diag else radial.to_dense()
 
 
-def _horner(weights: Tensor, z: Tensor) -> Tensor:
-    r"""``sum_p weights[..., p] z^p`` by Horner's rule (weights broadcast to ``z``)."""
-    out = weights[..., -1]
-    for p in range(weights.shape[-1] - 2, -1, -1):
-        out = torch.addcmul(weights[..., p], out, z)
-    return out
+def _check_ball(
+    center: float | Sequence[float] | Tensor, radius: float | None, center_rule: str
+) -> Tensor:
+    r"""Validate the ball and the center rule; returns the center as float64."""
+    if radius is not None:
+        check_positive("radius", radius)
+    if center_rule not in CENTER_RULES:
+        raise ValueError(
+            f"`center_rule` must be one of {', '.join(map(repr, CENTER_RULES))}, "
+            f"got {center_rule!r}."
+        )
+    center_t = torch.as_tensor(center, dtype=torch.float64)
+    if center_t.dim() > 1:
+        raise ValueError(
+            f"`center` must be a scalar or a 1-d tensor, got shape "
+            f"{tuple(center_t.shape)}."
+        )
+    if not bool(torch.isfinite(center_t).all()):
+        raise ValueError(f"`center` must be finite, got {center}.")
+    return center_t
 
 
 def _check_floor(
     floor: float | Sequence[float] | None, angular_degree: int
 ) -> Tensor | None:
-    r"""Validate ``angular_weights_floor``; returns a float64 ``(P + 1)`` vector."""
+    r"""Validate ``angular_degree`` and ``angular_weights_floor``.
+
+    Returns:
+        The floor as a float64 ``(P + 1)`` vector, or None.
+    """
+    if isinstance(angular_degree, bool) or not isinstance(angular_degree, int):
+        raise ValueError(
+            f"`angular_degree` must be a non-negative int, got {angular_degree!r}."
+        )
+    if angular_degree < 0:
+        raise ValueError(
+            f"`angular_degree` must be a non-negative int, got {angular_degree}."
+        )
     if floor is None:
         return None
     if isinstance(floor, int | float) and not isinstance(floor, bool):
@@ -709,7 +616,7 @@ def _check_floor(
             )
         values = [0.0] + [float(floor)] * angular_degree
     else:
-        values = [float(v) for v in floor]
+        values = [float(v) for v in cast(Sequence[float], floor)]
         if len(values) != angular_degree + 1:
             raise ValueError(
                 f"`angular_weights_floor` needs {angular_degree + 1} entries "
@@ -722,33 +629,3 @@ def _check_floor(
             f"got {floor!r}."
         )
     return t
-
-
-class _Matern52Radial(torch.autograd.Function):
-    r"""``k(d) = (1 + |d| + d^2 / 3) exp(-|d|)`` for ``d = u1 - u2`` (broadcast).
-
-    The Matern-5/2 correlation of scaled 1-d inputs ``u = sqrt(5) w / l``, with
-    the analytic derivative ``dk/dd = -(d / 3)(1 + |d|) exp(-|d|)``, which is
-    smooth at ``d = 0``. One function instead of autograd's chain of n x n
-    operations roughly halves the backward pass of the radius kernel.
-    """
-
-    @staticmethod
-    def forward(ctx, u1: Tensor, u2: Tensor) -> Tensor:
-        d = u1 - u2
-        z = d.abs()
-        e = z.neg().exp_()
-        ctx.save_for_backward(d, e)
-        ctx.shapes = (u1.shape, u2.shape)
-        return torch.addcmul(
-            torch.ones((), dtype=d.dtype, device=d.device), z, z.div(3.0).add_(1.0)
-        ).mul_(e)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        d, e = ctx.saved_tensors
-        shape1, shape2 = ctx.shapes
-        grad_d = d.abs().add_(1.0).mul_(d).mul_(e).mul_(grad).mul_(-1.0 / 3.0)
-        g1 = grad_d.sum_to_size(shape1) if ctx.needs_input_grad[0] else None
-        g2 = grad_d.neg().sum_to_size(shape2) if ctx.needs_input_grad[1] else None
-        return g1, g2

@@ -1,21 +1,28 @@
-r"""Stochastic gradient MCMC: samplers, Stein discrepancies, the MAMBA tuner and
-fully Bayesian GP hyperparameters [Coullon2023mamba]_."""
+r"""Stochastic gradient MCMC for BoTorch.
 
+Samplers, Stein discrepancies, the MAMBA tuner and fully Bayesian GP
+hyperparameters [Coullon2023mamba]_.
+"""
+
+from botorch_ext.sgmcmc.arms import (
+    ArmScore,
+    ArmSettings,
+    MambaArm,
+    arm_settings,
+    mamba_arms,
+    run_and_score_arm,
+    stein_metric,
+)
 from botorch_ext.sgmcmc.fully_bayesian import (
     HyperparameterPosterior,
     SGMCMCFullyBayesianSingleTaskGP,
     fit_fully_bayesian_model_sgmcmc,
 )
 from botorch_ext.sgmcmc.mamba import (
-    ArmScore,
-    MambaArm,
     MambaResult,
     MambaRound,
     mamba,
-    mamba_arms,
     round_budgets,
-    run_and_score_arm,
-    stein_metric,
 )
 from botorch_ext.sgmcmc.samplers import (
     SamplerResult,
@@ -33,6 +40,7 @@ from botorch_ext.sgmcmc.stein import (
 
 __all__ = [
     "ArmScore",
+    "ArmSettings",
     "HyperparameterPosterior",
     "MambaArm",
     "MambaResult",
@@ -40,6 +48,7 @@ __all__ = [
     "SGMCMCFullyBayesianSingleTaskGP",
     "SamplerResult",
     "SamplerState",
+    "arm_settings",
     "control_variate_gradient",
     "finite_set_stein_discrepancy",
     "fit_fully_bayesian_model_sgmcmc",

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import torch
+from botorch.acquisition.objective import PosteriorTransform
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.posteriors.fully_bayesian import MCMC_DIM, GaussianMixturePosterior
+from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.posteriors.transformed import TransformedPosterior
 from gpytorch.constraints import Interval
 from gpytorch.kernels import Kernel
@@ -97,10 +99,10 @@ class SGMCMCFullyBayesianSingleTaskGP(SingleTaskGP):
                 f"`samples` must hold every parameter {sorted(names)}, got "
                 f"{sorted(samples)}."
             )
-        k = {v.shape[0] for v in samples.values()}
-        if len(k) != 1:
-            raise ValueError(f"All samples need the same leading size, got {k}.")
-        (k,) = k
+        sizes = {v.shape[0] for v in samples.values()}
+        if len(sizes) != 1:
+            raise ValueError(f"All samples need the same leading size, got {sizes}.")
+        (k,) = sizes
         params = dict(self.named_parameters())
         for name, value in samples.items():
             if value.shape[1:] != params[name].shape:
@@ -123,12 +125,14 @@ class SGMCMCFullyBayesianSingleTaskGP(SingleTaskGP):
         self._num_mcmc_samples = k
         self.eval()
 
-    def posterior(
+    # The signature of SingleTaskGP.posterior, which mypy checks against the
+    # narrower GPyTorchModel.posterior.
+    def posterior(  # type: ignore[override]
         self,
         X: Tensor,
         output_indices: list[int] | None = None,
         observation_noise: bool | Tensor = False,
-        posterior_transform: Any = None,
+        posterior_transform: PosteriorTransform | None = None,
         **kwargs: Any,
     ) -> GaussianMixturePosterior | TransformedPosterior:
         r"""The mixture posterior over the draws at ``X`` (``batch x q x d``).
@@ -151,7 +155,9 @@ class SGMCMCFullyBayesianSingleTaskGP(SingleTaskGP):
             # keep BoTorch's wrapper and make its base the mixture over the draws.
             return TransformedPosterior(
                 GaussianMixturePosterior(
-                    distribution=posterior._posterior.distribution
+                    distribution=cast(
+                        GPyTorchPosterior, posterior._posterior
+                    ).distribution
                 ),
                 sample_transform=posterior._sample_transform,
                 mean_transform=posterior._mean_transform,
@@ -211,14 +217,17 @@ class HyperparameterPosterior:
         self.model = model
         self.joint = _LogJoint(model)
         prior_names = set()
-        for name, *_ in model.named_priors():
+        # gpytorch is untyped: mypy resolves its methods by torch's
+        # Module.__getattr__, which returns a Tensor or a Module.
+        gp: Any = model
+        for name, *_ in gp.named_priors():
             module_name, _, prior = name.rpartition(".")
             base = prior[: -len("_prior")] if prior.endswith("_prior") else prior
             for candidate in (f"raw_{base}", base):
                 full = f"{module_name}.{candidate}" if module_name else candidate
                 prior_names.add(full)
         self.entries = []
-        for name, param, constraint in model.named_parameters_and_constraints():
+        for name, param, constraint in gp.named_parameters_and_constraints():
             if not param.requires_grad:
                 continue
             kind = _kind(constraint)
@@ -324,12 +333,15 @@ class HyperparameterPosterior:
 
 
 def _kind(constraint: Interval | None) -> str:
-    r"""How ``z`` maps to a raw parameter: ``"free"`` (identity; the constraint,
-    if any, is enforced by its transform), or, for a constraint without
+    r"""How ``z`` maps to a raw parameter.
+
+    ``"free"`` (identity; the constraint, if any, is enforced by its
+    transform), or, for a constraint without
     transform (BoTorch's noise and lengthscale floors, which L-BFGS-B keeps
     feasible during MAP fits) or a ``ReflectedInterval`` (``CylindricalKernel``'s
     boxes; its raw value is the parameter's value inside the box), ``"box"``
-    (sigmoid), ``"lower"`` (``lo + exp(z)``) or ``"upper"`` (``hi - exp(z)``)."""
+    (sigmoid), ``"lower"`` (``lo + exp(z)``) or ``"upper"`` (``hi - exp(z)``).
+    """
     if constraint is None:
         return "free"
     if constraint.enforced and not isinstance(constraint, ReflectedInterval):
@@ -343,7 +355,7 @@ def _kind(constraint: Interval | None) -> str:
     return "upper" if upper else "free"
 
 
-def _log_abs_derivative(transform, raw: Tensor) -> Tensor:
+def _log_abs_derivative(transform: Callable[[Tensor], Tensor], raw: Tensor) -> Tensor:
     r"""``sum log|transform'(raw)|`` of an elementwise transform, differentiable."""
     with torch.enable_grad():
         r = raw if raw.requires_grad else raw.detach().requires_grad_(True)
@@ -371,13 +383,15 @@ def fit_fully_bayesian_model_sgmcmc(
     leapfrog steps) by successive halving on the KSD of the draws with their
     full-batch scores, then loads ``num_samples`` evenly spaced draws of the
     winning arm's last round into ``model`` (``load_hyperparameter_samples``).
-    Batch size is not tuned: the GP marginal likelihood is not a sum over data.
-    Default grid: step sizes ``10^-0.5 ... 10^-3`` in half decades (the paper's
-    spacing; the upper range suits the O(1) posterior spread of raw GP
-    hyperparameters at BO data sizes: with ``10^-1 ... 10^-3.5`` the largest
-    step won every fit in the tutorial's Branin runs, so the grid was moved up
-    by half a decade; steps too large for a data set make the kernel matrix
-    singular, which counts as divergence and ranks the arm last).
+
+    Choices:
+
+    - Batch size is not tuned: the GP marginal likelihood is not a sum over
+      data, so every gradient is full-batch.
+    - Default step sizes ``10^-0.5 ... 10^-3`` in half decades: the paper's
+      spacing, placed for the O(1) posterior spread of raw GP hyperparameters
+      at BO data sizes. A step too large makes the kernel matrix singular,
+      which counts as divergence and ranks the arm last.
 
     Example:
         >>> model = SGMCMCFullyBayesianSingleTaskGP(train_X, train_Y)
@@ -396,7 +410,8 @@ def fit_fully_bayesian_model_sgmcmc(
         fit_map: Start from the MAP (else from the current hyperparameters).
         generator: Seeds the samplers.
         progress: Show MAMBA's progress bar.
-        **mamba_kwargs: Passed to ``mamba`` (``eta``, ``metric``, ``thin``, ...).
+        **mamba_kwargs: Passed to ``mamba``: ``eta``, ``settings`` or fields of
+            ``ArmSettings`` (``metric``, ``thin``, ...).
 
     Returns:
         The ``MambaResult`` of the tuning run (its ``history`` shows the arms).

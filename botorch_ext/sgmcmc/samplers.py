@@ -38,6 +38,8 @@ from torch import Tensor
 from botorch_ext.validation import check_positive, check_positive_int
 
 GradientEstimator = Callable[[Tensor, Tensor | None], Tensor]
+#: Draws the next minibatch's indices (``None`` = full batch).
+Batches = Callable[[], Tensor | None]
 
 
 def log_posterior_gradient(
@@ -153,12 +155,22 @@ class SamplerResult:
 
 
 class _Batcher:
-    r"""Minibatch indices by random reshuffling: each epoch is a random
-    permutation, cut into consecutive batches, so every batch is drawn without
-    replacement and the estimator stays unbiased, without the cost of a fresh
-    ``randperm(N)`` per step."""
+    r"""Minibatch indices by random reshuffling.
 
-    def __init__(self, state, num_data, batch_size, generator, device) -> None:
+    Each epoch is a random permutation, cut into consecutive batches, so every
+    batch is drawn without
+    replacement and the estimator stays unbiased, without the cost of a fresh
+    ``randperm(N)`` per step.
+    """
+
+    def __init__(
+        self,
+        state: SamplerState,
+        num_data: int,
+        batch_size: int,
+        generator: torch.Generator | None,
+        device: torch.device,
+    ) -> None:
         self.state, self.num_data, self.batch_size = state, num_data, batch_size
         self.generator, self.device = generator, device
 
@@ -177,7 +189,13 @@ class _Batcher:
 
 
 def _check_run_args(
-    theta, step_size, batch_size, num_data, num_steps, time_budget, thin
+    theta: Tensor | SamplerState,
+    step_size: float,
+    batch_size: int,
+    num_data: int,
+    num_steps: int | None,
+    time_budget: float | None,
+    thin: int,
 ) -> SamplerState:
     check_positive("step_size", step_size)
     check_positive_int("batch_size", batch_size)
@@ -201,7 +219,7 @@ def _check_run_args(
 
 
 def _run(
-    step: Callable[[Tensor, Callable[[], Tensor | None]], tuple[Tensor, int]],
+    step: Callable[[Tensor, Batches], tuple[Tensor, int]],
     state: SamplerState,
     batch_size: int,
     num_data: int,
@@ -286,7 +304,7 @@ def sgld(
     h = float(step_size)
     noise_scale = math.sqrt(2.0 * h)
 
-    def step(t: Tensor, batches) -> tuple[Tensor, int]:
+    def step(t: Tensor, batches: Batches) -> tuple[Tensor, int]:
         g = gradient(t, batches())
         xi = torch.randn(t.shape, generator=generator, dtype=t.dtype).to(t.device)
         return t + h * g + noise_scale * xi, 1
@@ -357,7 +375,7 @@ def sghmc(
     def randn(t: Tensor) -> Tensor:
         return torch.randn(t.shape, generator=generator, dtype=t.dtype).to(t.device)
 
-    def step(t: Tensor, batches) -> tuple[Tensor, int]:
+    def step(t: Tensor, batches: Batches) -> tuple[Tensor, int]:
         n_grad = 0
         g = state._gradient
         if g is None or g.shape != t.shape:

@@ -15,7 +15,7 @@ normalizing constant). Two discrepancies are provided:
 Both are returned as non-negative V-statistics (square roots of squared
 discrepancies), so that smaller is better and arms can be ranked directly.
 
-References
+References:
 
 .. [Coullon2023mamba]
     J. Coullon, L. South and C. Nemeth. Efficient and generalizable tuning
@@ -36,6 +36,7 @@ References
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -328,7 +329,11 @@ def _draw_test_locations(
     # Draw on the generator's device (a CPU generator cannot fill a CUDA tensor),
     # then move to the samples.
     gen_device = generator.device if generator is not None else samples.device
-    kw = {"dtype": samples.dtype, "device": gen_device, "generator": generator}
+    kw: dict[str, Any] = {
+        "dtype": samples.dtype,
+        "device": gen_device,
+        "generator": generator,
+    }
     z_n = torch.randn(num, n, **kw).to(samples.device)
     z_d = torch.randn(num, d, **kw).to(samples.device)
     return mean + z_n @ xc / math.sqrt(max(n - 1, 1)) + math.sqrt(eps) * z_d

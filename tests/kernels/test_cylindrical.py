@@ -490,6 +490,16 @@ class TestCylindricalKernel(BotorchTestCase):
         self.assertEqual(
             list(CylindricalKernel(alpha_prior=None).named_priors())[0][0], "beta_prior"
         )
+        # The authors' priors: log alpha ~ N(0, 0.5^2), log beta ~ N(0.5, 0.5^2),
+        # each on its own exponent.
+        priors = {name: (prior, closure) for name, _, prior, closure, _ in
+                  k.named_priors()}  # fmt: skip
+        k.alpha, k.beta = 0.75, 1.5
+        for name, loc, value in (("alpha_prior", 0.0, 0.75), ("beta_prior", 0.5, 1.5)):
+            prior, closure = priors[name]
+            self.assertEqual(prior.base_dist.loc.item(), loc)
+            self.assertEqual(prior.base_dist.scale.item(), 0.5)
+            self.assertEqual(closure(k).item(), value)
         # Zero-degree angular kernel: K_a = 1, a pure radius kernel.
         k0 = CylindricalKernel(angular_degree=0)
         X = torch.rand(5, 3)
@@ -624,14 +634,14 @@ class TestCylindricalKernel(BotorchTestCase):
     def test_matern52_radial_gradcheck(self):
         from torch.autograd import gradcheck
 
-        from botorch_ext.kernels.cylindrical import _Matern52Radial
+        from botorch_ext.kernels.radial import Matern52Radial
 
         u1 = torch.rand(2, 5, 1, dtype=torch.double, requires_grad=True)
         u2 = torch.rand(1, 1, 4, dtype=torch.double, requires_grad=True)
-        self.assertTrue(gradcheck(_Matern52Radial.apply, (u1, u2)))
+        self.assertTrue(gradcheck(Matern52Radial.apply, (u1, u2)))
         a = torch.rand(6, dtype=torch.double, requires_grad=True)
         b = a.detach().clone().requires_grad_(True)  # d = 0: derivative 0
-        self.assertTrue(gradcheck(_Matern52Radial.apply, (a, b)))
+        self.assertTrue(gradcheck(Matern52Radial.apply, (a, b)))
 
     def test_polar_split_safe(self):
         diff = torch.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)

@@ -1,11 +1,16 @@
+import itertools
 import math
+from unittest import mock
 
 import torch
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.sgmcmc import run_and_score_arm as exported
+from botorch_ext.sgmcmc import samplers
 from botorch_ext.sgmcmc.mamba import (
+    ArmSettings,
     MambaArm,
+    arm_settings,
     mamba,
     mamba_arms,
     round_budgets,
@@ -258,25 +263,70 @@ class TestMamba(BotorchTestCase):
             mamba(grad, t_map, 100, **{**kwargs, "score_chunk_size": 0})
 
     def test_wall_clock_budget(self):
+        # A fake clock, 1/64 s per reading: the time budget becomes deterministic.
+        # A run reads the clock at its start, before each step and at its end, so
+        # it takes ceil(r / tick) - 1 steps and reports ceil(r / tick) + 1 ticks.
         grad, t_map = logistic_problem(n=100, d=2)
-        res = mamba(
-            grad,
-            t_map,
-            100,
-            [1e-3, 1e-4, 1e-5],
-            [100, 10],
-            budget=0.3,
-            thin=1,
-            progress=False,
-        )
-        total = sum(
-            a["seconds"]
-            for r in res.history
-            for a in r.arms
-            if a["arm"] == res.best_arm
-        )
-        self.assertLess(total, 0.3 + 0.2)
-        self.assertGreater(res.state.num_steps, 0)
+        tick = 1 / 64
+        readings = itertools.count()
+        with mock.patch.object(
+            samplers.time, "perf_counter", lambda: next(readings) * tick
+        ):
+            res = mamba(
+                grad,
+                t_map,
+                100,
+                [1e-3, 1e-4, 1e-5],
+                [100, 50, 10],
+                budget=1.0,
+                thin=1,
+                progress=False,
+            )
+        # 9 arms, eta 3: rounds of 0.25 and 0.75 seconds.
+        self.assertEqual([r.budget for r in res.history], [0.25, 0.75])
+        for r in res.history:
+            for a in r.arms:
+                self.assertEqual(a["num_steps"], math.ceil(r.budget / tick) - 1)
+                self.assertGreaterEqual(a["seconds"], r.budget)
+                self.assertLessEqual(a["seconds"], r.budget + 2 * tick)
+        winner = [a for r in res.history for a in r.arms if a["arm"] == res.best_arm]
+        self.assertEqual(len(winner), 2)
+        # The winner ran for the budget R (to a tick per clock reading).
+        total = sum(a["seconds"] for a in winner)
+        self.assertGreaterEqual(total, 1.0)
+        self.assertLessEqual(total, 1.0 + 2 * 2 * tick)
+        # Its chain continued across the rounds.
+        self.assertEqual(res.state.num_steps, sum(a["num_steps"] for a in winner))
+
+    def test_settings_object_equals_keywords(self):
+        # ArmSettings groups the per-arm settings; keywords override its fields.
+        grad, t_map = logistic_problem(n=100, d=2)
+        grid = dict(step_sizes=[1e-2, 1e-3, 1e-4], batch_sizes=[100, 10], budget=30)
+        settings = ArmSettings(sampler="sghmc", thin=2, budget_unit="steps")
+        gen = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+        a = mamba(grad, t_map, 100, **grid, settings=settings, generator=gen(),
+                  progress=False)  # fmt: skip
+        b = mamba(grad, t_map, 100, **grid, sampler="sghmc", thin=2,
+                  budget_unit="steps", generator=gen(), progress=False)  # fmt: skip
+        c = mamba(grad, t_map, 100, **grid, settings=settings, thin=3,
+                  generator=gen(), progress=False)  # fmt: skip
+        self.assertEqual(a.best_arm, b.best_arm)
+        self.assertIsNotNone(a.best_arm.num_leapfrog_steps)  # SGHMC arms
+        self.assertAllClose(a.samples, b.samples, atol=0, rtol=0)
+        self.assertEqual(a.metric, b.metric)
+        # The override replaced the field: every third iterate is kept.
+        n = c.history[-1].arms[0]["num_steps"]
+        self.assertEqual(c.samples.shape[0], n // 3)
+        self.assertEqual(settings.thin, 2)  # the base settings are untouched
+        self.assertEqual(arm_settings(settings, thin=3).thin, 3)
+        self.assertIs(arm_settings(settings), settings)
+        self.assertEqual(arm_settings(), ArmSettings())
+        with self.assertRaisesRegex(ValueError, "settings"):
+            arm_settings({"thin": 2})
+        with self.assertRaisesRegex(ValueError, "sampler"):
+            ArmSettings(sampler="nuts")
+        with self.assertRaises(TypeError):
+            mamba(grad, t_map, 100, **grid, thinning=2)
 
     def test_bad_input(self):
         grad, t_map = logistic_problem(n=50, d=2)
