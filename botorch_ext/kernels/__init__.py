@@ -1,5 +1,8 @@
-r"""GPyTorch kernels: BOCK's cylindrical kernel [Oh2018bock]_ and an isotropic
-RBF kernel under BoTorch's dimension-scaled prior."""
+r"""GPyTorch kernels: BOCK's cylindrical kernel and dimension-scaled RBF kernels.
+
+``CylindricalKernel`` is BOCK's kernel [Oh2018bock]_; the RBF helpers build
+BoTorch's dimension-scaled priors with floors that any optimizer keeps.
+"""
 
 from botorch_ext.kernels.cylindrical import CylindricalKernel
 from botorch_ext.kernels.dim_scaled import (

@@ -20,8 +20,6 @@ shared, prior-regularized lengthscale with a learned amplitude does not
 collapse (measured on Hartmann6 and the 60-D rover; see the EULBO benchmark
 page of the docs).
 
-References
-
 .. [Hvarfner2024vanilla]
     C. Hvarfner, E. O. Hellsten and L. Nardi. Vanilla Bayesian Optimization
     Performs Great in High Dimensions. ICML 2024.
