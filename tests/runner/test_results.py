@@ -44,7 +44,8 @@ class TestSchema(BotorchTestCase):
         self.assertEqual(
             row,
             {"dim": 2, "value": 1.5, "model_noise": "", "x0": 0.25,
-             "model_fit_steps": 7, "model_warp": "1;2", "method": "qucb"},
+             "model_fit_steps": 7, "model_warp": "1;2", "method": "qucb",
+             "status": "ok", "error": ""},
         )  # fmt: skip
 
 
