@@ -337,7 +337,7 @@ class TestCli(FaultEnv):
         self.assertIn("use --outcome-transform standardize", err)
         self.assertNotIn("options.", err)
         code, _, err = _main(["run", "--problem", "branin", "--method", "sobol",
-                              "--budget", "5", "--on-error", "x"])  # fmt: skip
+                              "--budget", "5", "--n-init", "3", "--on-error", "x"])  # fmt: skip
         self.assertIn("unknown --on-error 'x'", err)
         with self.assertRaisesRegex(ArgumentError, "^n_init must be"):
             _config(n_init=0).validate()
