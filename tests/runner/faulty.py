@@ -1,4 +1,4 @@
-r"""A Branin objective with planted faults, for ``--problem tests.runner.faulty:branin``.
+r"""A Branin objective with planted faults (``tests.runner.faulty:branin``).
 
 Set through environment variables, so that worker processes, Dask workers and
 evaluation child processes share them (every count is over the evaluations

@@ -127,8 +127,9 @@ class TestFailedEvaluations(FaultEnv):
         written = []
         config = _config("sobol", budget=10)
         with self.assertRaisesRegex(
-            EvaluationFailed, r"evaluation 7 of sobol seed 0 failed at x = \[.*"
-            r"RuntimeError: planted failure"
+            EvaluationFailed,
+            r"evaluation 7 of sobol seed 0 failed at x = \[.*"
+            r"RuntimeError: planted failure",
         ) as caught:
             run_bo(config, on_row=written.append)
         self.assertEqual(len(written), 7)
@@ -332,12 +333,14 @@ class TestCli(FaultEnv):
             "--n-init must be >= 1; use --outcome-transform log",
         )
         code, _, err = _main(["run", "--problem", "branin", "--method", "qes",
-                              "--budget", "5", "--n-init", "3", "--outcome-transform", "log"])  # fmt: skip
+                              "--budget", "5", "--n-init", "3",
+                              "--outcome-transform", "log"])  # fmt: skip
         self.assertEqual(code, 2)
         self.assertIn("use --outcome-transform standardize", err)
         self.assertNotIn("options.", err)
         code, _, err = _main(["run", "--problem", "branin", "--method", "sobol",
-                              "--budget", "5", "--n-init", "3", "--on-error", "x"])  # fmt: skip
+                              "--budget", "5", "--n-init", "3",
+                              "--on-error", "x"])  # fmt: skip
         self.assertIn("unknown --on-error 'x'", err)
         with self.assertRaisesRegex(ArgumentError, "^n_init must be"):
             _config(n_init=0).validate()

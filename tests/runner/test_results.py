@@ -106,7 +106,8 @@ class TestCsvWriterAndReader(BotorchTestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "results.csv"
             path.write_text("a,b\n1,2\n3\n")
-            with self.assertRaisesRegex(ValueError, r"line 3 is damaged \(1 fields, expected 2\)"):
+            message = r"line 3 is damaged \(1 fields, expected 2\)"
+            with self.assertRaisesRegex(ValueError, message):
                 read_results(path)
 
 
