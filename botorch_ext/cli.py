@@ -130,8 +130,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         default="botorch",
         help=f"one of: {', '.join(INITIAL_CONDITIONS)} (bock: the BOCK paper's "
         "candidate scheme, Sobol points plus sprays around the incumbent, best "
-        "--num-restarts refined; measured behind botorch's start with BOCK on "
-        "Rosenbrock-100)",
+        "--num-restarts refined)",
     )
     p.add_argument(
         "--on-error",
