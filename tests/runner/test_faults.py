@@ -27,12 +27,15 @@ from botorch_ext.runner.evaluation import (
 )
 from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.plotting import plot_regret
 from botorch_ext.runner.problems import get_problem
 from botorch_ext.runner.results import (
     CsvWriter,
     drop_duplicates,
     open_output,
     read_results,
+    redact,
+    run_metadata,
 )
 from botorch_ext.runner.schema import FIXED_COLUMNS, build_row, columns, parse_row
 from tests.test_cli import _main
@@ -202,6 +205,19 @@ class TestFailedEvaluations(FaultEnv):
                 policy.validate()
             self.assertEqual(caught.exception.argument, name)
 
+    def test_plot_counts_failed_evaluations(self):
+        self.env(FAULTY_NAN=1)
+        rows = run_bo(_config(budget=8))
+        n_failed = sum(r["status"] == "failed" for r in rows)
+        import matplotlib.pyplot as plt
+
+        figures = []
+        close = plt.close
+        with mock.patch.object(plt, "close", lambda f: figures.append(f) or close(f)):
+            plot_regret(rows, self.tmp / "regret.png")
+        labels = [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()]
+        self.assertEqual(labels, [f"sobol (1 seeds, {n_failed} failed evals)"])
+
     def test_summary_counts_failed_evaluations_per_run(self):
         self.env(FAULTY_NAN=1)
         rows = run_bo(_config(budget=8)) + run_bo(_config(budget=8, seed=1))
@@ -301,6 +317,14 @@ class TestDamagedAndDuplicated(FaultEnv):
         self.assertEqual(read_results(out / "results.csv").header, columns(2))
         saved = json.loads((out / "config.json").read_text())
         self.assertEqual(saved["schema_version"], 3)
+
+
+class TestNoCredentials(BotorchTestCase):
+    def test_addresses_and_argv_are_recorded_without_user_or_password(self):
+        self.assertEqual(redact("tls://me:secret@h:8786"), "tls://***@h:8786")
+        self.assertEqual(redact("tcp://10.0.0.5:8786"), "tcp://10.0.0.5:8786")
+        argv = ["compare", "--scheduler", "tcp://me:secret@h:1"]
+        self.assertNotIn("secret", json.dumps(run_metadata(argv)))
 
 
 class TestCli(FaultEnv):
