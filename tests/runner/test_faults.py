@@ -143,6 +143,12 @@ class TestFailedEvaluations(FaultEnv):
         del os.environ["FAULTY_RAISE_AT"]
         rows = run_bo(config, stored_rows=written)
         self.assertEqual(len(rows), 10)
+        # The best value goes on from the stored ok rows (the failed one aside).
+        best = math.inf
+        for row in rows:
+            if row["status"] == "ok":
+                best = min(best, row["value"])
+            self.assertEqual(row["best_value"], best)
         self.assertEqual(len(self.evaluated()), 6 + 3)
         self.assertEqual(len(set(self.evaluated())), 9)
 
