@@ -374,3 +374,44 @@ class TestCli(FaultEnv):
         self.assertIn("unknown --on-error 'x'", err)
         with self.assertRaisesRegex(ArgumentError, "^n_init must be"):
             _config(n_init=0).validate()
+
+
+class TestRetriedAttempts(BotorchTestCase):
+    r"""The Dask client's side of a retried run, with the scheduler's queues faked:
+    a new attempt gets the rows its run has, and rows of a superseded attempt
+    are dropped."""
+
+    def test_superseded_attempt_rows_are_dropped(self):
+        from botorch_ext.runner.backends import dask as backend
+        from botorch_ext.runner.backends.streaming import GridSink
+
+        replies = {}
+
+        class FakeQueue:
+            def __init__(self, name, client=None):
+                self.name = name
+
+            def put(self, value):
+                replies[self.name] = value
+
+        config = _config()
+        rows = [{"method": "sobol", "seed": 0, "n_evals": n} for n in (1, 2, 3)]
+        grid = backend.GridClient.__new__(backend.GridClient)
+        grid.sink, notes = GridSink(rows[:1], log=lambda m: None), []
+        grid.sink.note = notes.append
+        grid.configs = {("sobol", 0): config}
+        grid.names = backend.GridNames("rows", "reply", "stop")
+        grid.client, grid.attempts = None, {}
+        with mock.patch("distributed.Queue", FakeQueue):
+            grid._take(("hello", "sobol", 0, "a"))
+            self.assertEqual(replies["reply-a"], rows[:1])
+            grid._take(("row", "a", rows[1]))
+            grid._take(("hello", "sobol", 0, "b"))  # the worker was lost
+            self.assertEqual(replies["reply-b"], rows[:2])
+            self.assertIn("started again", notes[-1])
+            grid._take(("row", "a", rows[2]))  # late, from the lost attempt
+            self.assertIn("superseded", notes[-1])
+            grid._take(("row", "b", rows[2]))
+            grid._take(("row", "b", rows[2]))  # a duplicate key
+            self.assertIn("dropped a second row", notes[-1])
+        self.assertEqual(grid.sink.rows_of(config), rows)

@@ -147,7 +147,7 @@ def run(configs: list[RunConfig], sink: GridSink, settings: BackendSettings) -> 
     """
     client, cluster = _connect(settings)
     try:
-        _Grid(client, configs, sink, settings).run()
+        GridClient(client, configs, sink, settings).run()
     finally:
         try:
             client.close()
@@ -191,9 +191,17 @@ def _connect(settings: BackendSettings):
         ) from e
 
 
-class _Grid:
-    # One grid on one client: the queue protocol with the tasks, the stream
-    # of rows, and what a fault turns into.
+class GridClient:
+    r"""One grid on one Dask client: the queue protocol with the tasks (each
+    attempt of a run announces itself and receives the run's rows), the stream
+    of rows to the sink, and what a fault turns into.
+
+    Args:
+        client: A connected ``distributed.Client``.
+        configs: The runs.
+        sink: Receives rows, runs' ends and notes.
+        settings: The backend settings.
+    """
 
     def __init__(self, client, configs, sink: GridSink, settings) -> None:
         from distributed import Event, Queue
