@@ -6,22 +6,31 @@ table and a plot), ``demo`` (a small comparison for a first look), and ``plot``
 and ``summary``
 (redraw and tabulate stored results of one or more output directories). Bad
 input ends with a one-line error naming the valid choices and exit status 2;
-Ctrl-C keeps the rows written so far and exits with 130. An output directory
-holding results is refused unless ``--resume`` (continue it) or ``--overwrite``
-(start afresh) is given.
+Ctrl-C keeps the rows written so far and exits with 130; a run stopped at a failed
+evaluation (``--on-error``), a lost Dask scheduler or workers that keep dying end
+with a one-line message naming the ``--resume`` command and exit status 1. An
+output directory holding results is refused unless ``--resume`` (continue it) or
+``--overwrite`` (start afresh) is given. The library's errors name its arguments
+(``n_init``); they are reported here as flags (``--n-init``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from botorch_ext import __version__
+from botorch_ext.runner.backends.dask import RunFailedOnWorkers, SchedulerLost
+from botorch_ext.runner.backends.processes import WorkersLost
 from botorch_ext.runner.compare import BACKENDS
+from botorch_ext.runner.errors import ArgumentError
+from botorch_ext.runner.evaluation import ON_ERROR, EvaluationFailed, FaultPolicy
 from botorch_ext.runner.loop import INITS, RunConfig
 from botorch_ext.runner.methods import (
     INITIAL_CONDITIONS,
@@ -43,6 +52,38 @@ DEMO = {
     "num_restarts": 4,
     "raw_samples": 256,
 }
+
+
+#: The flag of each argument name the library's ``ArgumentError`` uses.
+FLAGS = {
+    "q": "--q",
+    "n_init": "--n-init",
+    "budget": "--budget",
+    "init": "--init",
+    "options.outcome_transform": "--outcome-transform",
+    "options.initial_conditions": "--initial-conditions",
+    "options.num_inducing_points": "--num-inducing-points",
+    "threads": "--threads",
+    "workers": "--workers",
+    "backend": "--backend",
+    "scheduler": "--scheduler",
+    "on_error": "--on-error",
+    "eval_timeout": "--eval-timeout",
+}
+
+
+def flag_message(message: str) -> str:
+    r"""A library error message with its argument names written as flags:
+    ``n_init must be >= 1`` -> ``--n-init must be >= 1`` and
+    ``outcome_transform='standardize'`` -> ``--outcome-transform standardize``."""
+    names = "|".join(re.escape(n) for n in sorted(FLAGS, key=len, reverse=True))
+    pattern = rf"(?<![\w.-])({names})(?:='([^']*)')?(?!\w)"
+
+    def flag(match: re.Match) -> str:
+        value = match.group(2)
+        return FLAGS[match.group(1)] + ("" if value is None else f" {value}")
+
+    return re.sub(pattern, flag, message)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,8 +132,24 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         default="botorch",
         help=f"one of: {', '.join(INITIAL_CONDITIONS)} (bock: the BOCK paper's "
         "candidate scheme, Sobol points plus sprays around the incumbent, best "
-        "--num-restarts refined; measured behind botorch's start with BOCK on "
-        "Rosenbrock-100, benchmarks/README.md 6.7)",
+        "--num-restarts refined)",
+    )
+    p.add_argument(
+        "--on-error",
+        default="auto",
+        help=f"one of: {', '.join(ON_ERROR)}: what a run does after a failed "
+        "evaluation (a NaN or inf value, an exception, a timeout), which is "
+        "recorded as a row with status failed and never enters a model. auto "
+        "(default): go on after NaN/inf values and timeouts, stop at an "
+        "exception; skip: always go on; stop: always stop",
+    )
+    p.add_argument(
+        "--eval-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="record an evaluation (one batch) that runs longer as failed and "
+        "abandon it (evaluations then run in a child process)",
     )
 
 
@@ -215,7 +272,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             config = _config(args, method=args.method, seed=args.seed)
             _check_threads(args.threads)
-            return _run(config, _output_dir(args.output), args.threads, **reuse)
+            return _run(
+                config,
+                _output_dir(args.output),
+                args.threads,
+                faults=_faults(args),
+                **reuse,
+            )
         if args.command == "compare":
             config = _config(args, method=_split(args.methods)[0], seed=0)
             methods, seeds = _split(args.methods), [int(s) for s in _split(args.seeds)]
@@ -230,10 +293,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 backend=args.backend,
                 scheduler=args.scheduler,
                 band=args.band,
+                faults=_faults(args),
                 **reuse,
             )
         if args.command == "demo":
             return _demo(args.workers, _output_dir(args.output), **reuse)
+    except (EvaluationFailed, SchedulerLost, WorkersLost, RunFailedOnWorkers) as e:
+        print(
+            f"botorch-ext: {e}; the rows so far are kept; continue with: "
+            f"{resume_command(sys.argv[1:] if argv is None else argv)}",
+            file=sys.stderr,
+        )
+        return 1
+    except ArgumentError as e:
+        parser.error(flag_message(str(e)))
     except ValueError as e:
         parser.error(str(e))
     except KeyboardInterrupt:
@@ -244,6 +317,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 130
     return 2  # pragma: no cover
+
+
+def resume_command(argv: Sequence[str]) -> str:
+    r"""The shell command that continues ``botorch-ext ARGV``: the same
+    arguments, without ``--overwrite``, with ``--resume``."""
+    args = [a for a in argv if a != "--overwrite"]
+    if "--resume" not in args:
+        args.append("--resume")
+    return shlex.join(["botorch-ext", *args])
+
+
+def _faults(args: argparse.Namespace) -> FaultPolicy:
+    faults = FaultPolicy(on_error=args.on_error, eval_timeout=args.eval_timeout)
+    faults.validate()
+    return faults
 
 
 def _split(text: str) -> list[str]:
@@ -328,7 +416,12 @@ def _methods() -> int:
 
 
 def _run(
-    config: RunConfig, out: Path, threads: int, resume: bool, overwrite: bool
+    config: RunConfig,
+    out: Path,
+    threads: int,
+    resume: bool,
+    overwrite: bool,
+    faults: FaultPolicy | None = None,
 ) -> int:
     import torch
     from tqdm import tqdm
@@ -338,7 +431,13 @@ def _run(
     from botorch_ext.runner.results import open_output
 
     torch.set_num_threads(threads)
-    settings = {"command": "run", **config.to_dict(), "threads": threads}
+    faults = FaultPolicy() if faults is None else faults
+    settings = {
+        "command": "run",
+        **config.to_dict(),
+        "threads": threads,
+        **_fault_settings(faults),
+    }
     dim = get_problem(config.problem, config.dim).dim
     output = open_output(out, settings, dim, resume=resume, overwrite=overwrite)
     stored = output.stored_rows
@@ -352,21 +451,32 @@ def _run(
     def on_row(row: dict) -> None:
         output.writer.write(row)
         bar.update(1)
-        bar.set_postfix(best=f"{row['best_value']:.5g}")
+        if row["best_value"] != "":
+            bar.set_postfix(best=f"{row['best_value']:.5g}")
 
     status = "interrupted"
     try:
-        rows = run_bo(config, on_row=on_row, stored_rows=stored)
+        rows = run_bo(config, on_row=on_row, stored_rows=stored, faults=faults)
         status = "finished"
     finally:
         bar.close()
         output.close(status)
     last = rows[-1]
+    failed = sum(r["status"] != "ok" for r in rows)
+    best = (
+        "no successful evaluation"
+        if last["best_value"] == ""
+        else f"best value {last['best_value']:.6g} (regret {last['regret']:.3g})"
+    )
     print(
-        f"best value {last['best_value']:.6g} (regret {last['regret']:.3g}) after "
-        f"{last['n_evals']} evaluations, {last['seconds']:.1f} s; results in {out}"
+        f"{best} after {last['n_evals']} evaluations ({failed} failed), "
+        f"{last['seconds']:.1f} s; results in {out}"
     )
     return 0
+
+
+def _fault_settings(faults: FaultPolicy) -> dict:
+    return {"on_error": faults.on_error, "eval_timeout": faults.eval_timeout}
 
 
 def _compare(
@@ -381,13 +491,14 @@ def _compare(
     backend: str = "processes",
     scheduler: str | None = None,
     band: str = "se",
+    faults: FaultPolicy | None = None,
 ) -> int:
     import torch
     from tqdm import tqdm
 
     from botorch_ext.runner.compare import format_summary, run_grid, summarize
     from botorch_ext.runner.plotting import BANDS, plot_regret
-    from botorch_ext.runner.results import open_output
+    from botorch_ext.runner.results import open_output, redact
 
     if band not in BANDS:
         raise ValueError(f"unknown band {band!r}; choose from {', '.join(BANDS)}")
@@ -412,7 +523,8 @@ def _compare(
         "threads": threads,
         "workers": workers,
         "backend": backend,
-        "scheduler": scheduler,
+        "scheduler": None if scheduler is None else redact(scheduler),
+        **_fault_settings(FaultPolicy() if faults is None else faults),
     }
     problem = get_problem(config.problem, config.dim)
     output = open_output(out, settings, problem.dim, resume=resume, overwrite=overwrite)
@@ -428,6 +540,12 @@ def _compare(
         bar.update(1)
         bar.set_postfix(last=f"{done.method}/seed {done.seed}")
 
+    notes: list[str] = []
+
+    def log(message: str) -> None:
+        notes.append(message)
+        tqdm.write(f"note: {message}", file=sys.stderr)
+
     status = "interrupted"
     try:
         rows = run_grid(
@@ -441,10 +559,14 @@ def _compare(
             threads=threads,
             backend=backend,
             scheduler=scheduler,
+            faults=faults,
+            log=log,
         )
         status = "finished"
     finally:
         bar.close()
+        if notes:
+            output.config["fault_notes"] = output.config.get("fault_notes", []) + notes
         output.close(status)
         if status == "interrupted" and seen:
             # The plot of an interrupted grid shows what it kept; a failure to
@@ -455,6 +577,9 @@ def _compare(
                 print(f"no regret.png: {e}", file=sys.stderr)
     print(f"\n{problem.name} (dim {problem.dim}, optimum {problem.optimal_value:g})")
     print(format_summary(summarize(rows)))
+    if notes:
+        print(f"\n{len(notes)} fault notes (also in config.json):")
+        print("\n".join(f"- {n}" for n in notes))
     plot_regret(rows, out / "regret.png", title=title, band=band)
     print(f"\nresults: {out / 'results.csv'}; plot: {out / 'regret.png'}")
     return 0

@@ -340,7 +340,7 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(config["seeds"], [0, 1])
             self.assertEqual(config["threads"], 2)
             self.assertEqual(config["torch_threads"], 2)
-            self.assertEqual(config["schema_version"], 2)
+            self.assertEqual(config["schema_version"], 3)
             for key in ("versions", "git_revision", "host", "start_time", "end_time"):
                 self.assertIn(key, config)
             code, _, err = _main([*argv[:-4], "--threads", "0", "--output", tmp])

@@ -8,6 +8,7 @@ run keeps what it evaluated.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -16,9 +17,12 @@ from dataclasses import asdict, dataclass, field
 import torch
 from botorch.utils.sampling import draw_sobol_samples
 
+from botorch_ext.runner.errors import ArgumentError
+from botorch_ext.runner.evaluation import EvaluationFailed, Evaluator, FaultPolicy
 from botorch_ext.runner.methods import (
     GAUSSIAN_POSTERIOR_METHODS,
     INITIAL_CONDITIONS,
+    MODEL_BASED,
     OUTCOME_TRANSFORMS,
     SEQUENTIAL_METHODS,
     SVGP_METHODS,
@@ -26,9 +30,12 @@ from botorch_ext.runner.methods import (
     get_method,
 )
 from botorch_ext.runner.problems import get_problem
-from botorch_ext.runner.results import (
+from botorch_ext.runner.results import holding_interrupts
+from botorch_ext.runner.schema import (
+    FAILED,
+    OK,
+    build_row,
     diagnostic_fields,
-    holding_interrupts,
     x_columns,
 )
 
@@ -64,68 +71,74 @@ class RunConfig:
     options: MethodOptions = field(default_factory=MethodOptions)
 
     def validate(self) -> None:
-        r"""Raise ``ValueError`` with a one-line message for any bad setting."""
+        r"""Raise ``ArgumentError`` (a ``ValueError``) naming the argument for any
+        bad setting."""
         get_problem(self.problem, self.dim)
         get_method(self.method)
         if self.q < 1:
-            raise ValueError(f"q must be >= 1, got {self.q}")
+            raise ArgumentError("q", f"q must be >= 1, got {self.q}")
         if self.n_init < 1:
-            raise ValueError(f"n-init must be >= 1, got {self.n_init}")
+            raise ArgumentError("n_init", f"n_init must be >= 1, got {self.n_init}")
         if self.options.num_inducing_points < 1:
-            raise ValueError(
-                "num-inducing-points must be >= 1, got "
-                f"{self.options.num_inducing_points}"
+            raise ArgumentError(
+                "options.num_inducing_points",
+                "options.num_inducing_points must be >= 1, got "
+                f"{self.options.num_inducing_points}",
             )
         if self.budget < self.n_init:
-            raise ValueError(
+            raise ArgumentError(
+                "budget",
                 f"budget ({self.budget}) must be at least the initial design "
-                f"(n-init = {self.n_init})"
+                f"(n_init = {self.n_init})",
             )
-        if (
-            self.method in GAUSSIAN_POSTERIOR_METHODS
-            and self.options.outcome_transform != "standardize"
-        ):
-            raise ValueError(
+        self._validate_method_options()
+        if self.init not in INITS:
+            raise ArgumentError(
+                "init", f"unknown init {self.init!r}; choose from {', '.join(INITS)}"
+            )
+
+    def _validate_method_options(self) -> None:
+        transform = self.options.outcome_transform
+        name = "options.outcome_transform"
+        if self.method in GAUSSIAN_POSTERIOR_METHODS and transform != "standardize":
+            raise ArgumentError(
+                name,
                 f"method {self.method!r} needs a Gaussian posterior; use "
-                "--outcome-transform standardize"
+                f"{name}='standardize'",
             )
-        if (
-            self.method in SEQUENTIAL_METHODS
-            and self.options.initial_conditions != "botorch"
-        ):
-            raise ValueError(
+        conditions = self.options.initial_conditions
+        if self.method in SEQUENTIAL_METHODS and conditions != "botorch":
+            raise ArgumentError(
+                "options.initial_conditions",
                 f"method {self.method!r} builds its batch point by point, which "
-                f"takes no --initial-conditions {self.options.initial_conditions}; "
-                "use --initial-conditions botorch"
+                f"takes no options.initial_conditions='{conditions}'; use "
+                "options.initial_conditions='botorch'",
             )
-        if (
-            self.method in SVGP_METHODS
-            and self.options.outcome_transform != "standardize"
-        ):
-            raise ValueError(
+        if self.method in SVGP_METHODS and transform != "standardize":
+            raise ArgumentError(
+                name,
                 f"method {self.method!r} standardizes its outcomes itself; use "
-                "--outcome-transform standardize"
+                f"{name}='standardize'",
             )
-        if self.options.initial_conditions not in INITIAL_CONDITIONS:
-            raise ValueError(
-                f"unknown initial conditions {self.options.initial_conditions!r}; "
-                f"choose from {', '.join(INITIAL_CONDITIONS)}"
+        if conditions not in INITIAL_CONDITIONS:
+            raise ArgumentError(
+                "options.initial_conditions",
+                f"unknown initial conditions {conditions!r}; choose from "
+                f"{', '.join(INITIAL_CONDITIONS)}",
             )
-        if self.options.outcome_transform not in OUTCOME_TRANSFORMS:
-            raise ValueError(
-                f"unknown outcome transform {self.options.outcome_transform!r}; "
-                f"choose from {', '.join(OUTCOME_TRANSFORMS)}"
+        if transform not in OUTCOME_TRANSFORMS:
+            raise ArgumentError(
+                name,
+                f"unknown outcome transform {transform!r}; choose from "
+                f"{', '.join(OUTCOME_TRANSFORMS)}",
             )
         problem = get_problem(self.problem, self.dim)
-        if self.options.outcome_transform == "log" and problem.optimal_value < 0:
-            raise ValueError(
-                "--outcome-transform log needs a positive objective, but "
-                f"{self.problem} reaches {problem.optimal_value:g}; use standardize "
-                "or bilog"
-            )
-        if self.init not in INITS:
-            raise ValueError(
-                f"unknown init {self.init!r}; choose from {', '.join(INITS)}"
+        if transform == "log" and problem.optimal_value < 0:
+            raise ArgumentError(
+                name,
+                f"{name}='log' needs a positive objective, but {self.problem} "
+                f"reaches {problem.optimal_value:g}; use {name}='standardize' or "
+                f"{name}='bilog'",
             )
 
     def to_dict(self) -> dict:
@@ -165,7 +178,19 @@ def _timings(method, total: float) -> tuple[float, float]:
     return fit, max(total - fit, 0.0)
 
 
-def _stored_points(rows: list[dict], dim: int) -> list[dict]:
+def stored_points(rows: list[dict], dim: int) -> list[dict]:
+    r"""The stored rows of one run, checked to be evaluations ``1..n`` with points.
+
+    Args:
+        rows: Rows of one run (``parse_row``'d), in any order.
+        dim: The problem's dimension.
+
+    Returns:
+        The rows sorted by ``n_evals``.
+
+    Raises:
+        ValueError: If the rows are not ``1..n`` or a row has no point.
+    """
     rows = sorted(rows, key=lambda r: r["n_evals"])
     if [r["n_evals"] for r in rows] != list(range(1, len(rows) + 1)):
         raise ValueError(
@@ -181,11 +206,133 @@ def _stored_points(rows: list[dict], dim: int) -> list[dict]:
     return rows
 
 
+class _Data:
+    # The run's rows and the data its method sees: model-based methods get the
+    # successful evaluations only; model-free ones (which ignore the values) get
+    # every point, so that a failed point does not make them propose it again.
+
+    def __init__(self, dim: int, model_based: bool) -> None:
+        self.dim, self.model_based = dim, model_based
+        self.rows: list[dict] = []
+        self.X = torch.empty(0, dim, dtype=torch.double)
+        self.Y = torch.empty(0, 1, dtype=torch.double)
+        self.ok = torch.empty(0, dtype=torch.bool)
+        self.best = float("inf")
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        point = [[row[c] for c in x_columns(self.dim)]]
+        ok = row["status"] == OK
+        value = -row["value"] if ok else math.nan
+        self.X = torch.cat([self.X, torch.tensor(point, dtype=torch.double)])
+        self.Y = torch.cat([self.Y, torch.tensor([[value]], dtype=torch.double)])
+        self.ok = torch.cat([self.ok, torch.tensor([ok])])
+        if ok:
+            self.best = min(self.best, row["value"])
+
+    def training_data(self) -> tuple[torch.Tensor, torch.Tensor, bool]:
+        r"""``(X, Y, model_based)`` for the next proposal; a model-based method
+        without a single successful point is replaced by Sobol points."""
+        if not self.model_based:
+            return self.X, self.Y, False
+        if not bool(self.ok.any()):
+            return self.X, self.Y, False
+        return self.X[self.ok], self.Y[self.ok], True
+
+
+@dataclass
+class _Batch:
+    # One proposal and its bookkeeping.
+    iteration: int
+    size: int
+    n_stored: int
+    candidates: torch.Tensor | None = None
+    fit_seconds: float = 0.0
+    acq_seconds: float = 0.0
+    diagnostics: dict | None = None
+
+
+def _propose(config, method, data: _Data, batch: _Batch, problem) -> None:
+    if batch.iteration == 0:
+        batch.candidates = initial_design(
+            problem.dim, config.n_init, config.seed, config.init
+        )
+        return
+    X, Y, model_based = data.training_data()
+    call = method if model_based or not data.model_based else get_method("sobol")
+    tic = time.monotonic()
+    candidates = call(X, Y, problem.bounds, batch.size, config.seed, config.options)
+    batch.candidates = candidates.clamp(0.0, 1.0).to(data.X)
+    batch.fit_seconds, batch.acq_seconds = _timings(call, time.monotonic() - tic)
+    batch.diagnostics = getattr(call, "diagnostics", None)
+
+
+def _take_stored(config, data: _Data, batch: _Batch, stored, warned: bool) -> bool:
+    # Appends the batch's stored rows; warns (once) if the replayed proposal
+    # differs from them. Returns whether a warning has been given.
+    n = len(data.rows)
+    old = stored[n : n + batch.n_stored]
+    if batch.candidates is not None and old and not warned:
+        old_X = torch.tensor(
+            [[r[c] for c in x_columns(data.dim)] for r in old], dtype=torch.double
+        )
+        if not torch.equal(batch.candidates[: batch.n_stored], old_X):
+            warnings.warn(
+                f"{config.method} seed {config.seed}: the proposals replayed on "
+                f"resume differ from the stored points at iteration "
+                f"{batch.iteration} (another torch thread count or machine?); the "
+                "stored points are kept, later rows may differ from an uncut run",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            warned = True
+    for row in old:
+        data.add(row)
+    return warned
+
+
+def _new_rows(config, problem, data, batch, new_X, results, times) -> list[dict]:
+    # The rows of one evaluated batch (added to ``data``), one timestamp each.
+    eval_seconds, seconds = times
+    extra = diagnostic_fields(batch.diagnostics)
+    out = []
+    for j, (x, outcome) in enumerate(zip(new_X.tolist(), results, strict=True)):
+        if outcome.ok:
+            data.best = min(data.best, outcome.value)
+        best = data.best if math.isfinite(data.best) else ""
+        row = build_row(
+            x,
+            problem=problem.name,
+            dim=problem.dim,
+            method=config.method,
+            seed=config.seed,
+            n_evals=len(data.rows) + 1,
+            iteration=batch.iteration,
+            batch_position=batch.n_stored + j,
+            value=outcome.value if outcome.ok else "",
+            status=OK if outcome.ok else FAILED,
+            error=outcome.error,
+            best_value=best,
+            regret="" if best == "" else max(best - problem.optimal_value, 0.0),
+            seconds=seconds,
+            fit_seconds=batch.fit_seconds,
+            acq_seconds=batch.acq_seconds,
+            eval_seconds=eval_seconds,
+            init=config.init,
+            outcome_transform=config.options.outcome_transform,
+            **extra,
+        )
+        data.add(row)
+        out.append(row)
+    return out
+
+
 def run_bo(
     config: RunConfig,
     on_row: Callable[[dict], None] | None = None,
     stored_rows: list[dict] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    faults: FaultPolicy | None = None,
 ) -> list[dict]:
     r"""Run one BO loop and return one row per evaluation.
 
@@ -198,6 +345,14 @@ def run_bo(
     their calls on the stored data (proposals discarded, nothing evaluated), which
     costs the stored iterations' compute again. A batch cut short is completed by
     re-proposing it and evaluating only its missing points.
+
+    A failed evaluation (see ``evaluation``) is a row with ``status`` ``failed``
+    and an empty value. It never enters a model or the best value: model-based
+    methods are fitted to the successful rows only (so a deterministic method may
+    propose a failed point again; each try costs budget), model-free ones
+    (``sobol``, ``random``) continue past every point. Until the first success a
+    model-based method proposes Sobol points instead. What happens after a
+    failure is ``faults.on_error``.
 
     With ``should_stop`` the run can be stopped from outside (the Dask backend's
     cooperative stop): it is asked before each proposal and before each
@@ -216,115 +371,69 @@ def run_bo(
         should_stop: Called without arguments before each proposal and each
             evaluation; True stops the run there (nothing more is proposed or
             evaluated). None runs to the budget.
+        faults: What to do about failed and hanging evaluations; None is
+            ``FaultPolicy()`` (non-finite values skipped, exceptions stop).
 
     Returns:
         All rows (stored ones first), dicts with the keys ``columns(dim)``, in
         evaluation order; fewer than ``config.budget`` if ``should_stop`` stopped
         the run.
+
+    Raises:
+        EvaluationFailed: After the row of a failed evaluation that
+            ``faults.on_error`` stops at.
     """
     config.validate()
+    faults = FaultPolicy() if faults is None else faults
+    faults.validate()
     problem = get_problem(config.problem, config.dim)
+    stored = stored_points(stored_rows or [], problem.dim)[: config.budget]
+    if len(stored) == config.budget:  # finished: nothing to replay or evaluate
+        return stored
+    spec = (config.problem, config.dim)
+    with Evaluator(problem, spec, faults.eval_timeout) as evaluate:
+        return _loop(config, problem, stored, on_row, should_stop, faults, evaluate)
+
+
+def _loop(config, problem, stored, on_row, should_stop, faults, evaluate):
     method = get_method(config.method)
     stateful = hasattr(method, "new_run")
     if stateful:  # methods with state across iterations
         method = method.new_run()
-    bounds = problem.bounds
-    stored = _stored_points(stored_rows or [], problem.dim)[: config.budget]
-    if len(stored) == config.budget:  # finished: nothing to replay or evaluate
-        return stored
-    rows: list[dict] = []
-    best = float("inf")
+    data = _Data(problem.dim, config.method in MODEL_BASED)
     # `seconds` goes on from the stored attempt's last row.
     offset = stored[-1]["seconds"] if stored else 0.0
     start = time.monotonic()
-    X = torch.empty(0, problem.dim, dtype=torch.double)
-    Y = torch.empty(0, 1, dtype=torch.double)
     iteration = 0
     warned = False
-    while len(rows) < config.budget:
+    stop = should_stop if should_stop is not None else (lambda: False)
+    while len(data.rows) < config.budget:
         # Asked before the proposal too: a model-based proposal can take far
         # longer than an evaluation, and a stopped run should not wait for one.
-        if should_stop is not None and should_stop():
+        if stop():
             break
-        n = len(rows)
+        n = len(data.rows)
         size = config.n_init if iteration == 0 else min(config.q, config.budget - n)
-        n_stored = min(max(len(stored) - n, 0), size)
-        fit_seconds = acq_seconds = 0.0
-        diagnostics = None
-        candidates = None
-        if iteration == 0:
-            if n_stored < size:
-                candidates = initial_design(
-                    problem.dim, config.n_init, config.seed, config.init
-                )
-        elif n_stored < size or stateful:
-            tic = time.monotonic()
-            candidates = method(X, Y, bounds, size, config.seed, config.options)
-            candidates = candidates.clamp(0.0, 1.0).to(X)
-            fit_seconds, acq_seconds = _timings(method, time.monotonic() - tic)
-            diagnostics = getattr(method, "diagnostics", None)
-        for row in stored[n : n + n_stored]:
-            best = min(best, row["value"])
-            rows.append(row)
-        old_X = torch.tensor(
-            [[r[c] for c in x_columns(problem.dim)] for r in stored[n : n + n_stored]],
-            dtype=torch.double,
-        ).reshape(n_stored, problem.dim)
-        old_Y = torch.tensor(
-            [[-r["value"]] for r in stored[n : n + n_stored]], dtype=torch.double
-        ).reshape(n_stored, 1)
-        if candidates is not None and n_stored and not warned:
-            if not torch.equal(candidates[:n_stored], old_X):
-                warnings.warn(
-                    f"{config.method} seed {config.seed}: the proposals replayed on "
-                    f"resume differ from the stored points at iteration {iteration} "
-                    "(another torch thread count or machine?); the stored points "
-                    "are kept, later rows may differ from an uncut run",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                warned = True
-        X, Y = torch.cat([X, old_X]), torch.cat([Y, old_Y])
-        if n_stored == size:
-            iteration += 1
+        batch = _Batch(iteration, size, min(max(len(stored) - n, 0), size))
+        if batch.n_stored < size or (stateful and iteration > 0):
+            _propose(config, method, data, batch, problem)
+        warned = _take_stored(config, data, batch, stored, warned)
+        iteration += 1
+        if batch.n_stored == size:
             continue
-        if should_stop is not None and should_stop():
+        if stop():
             # The proposal is dropped: a resume proposes it again from the seed.
             break
-        new_X = candidates[n_stored:size]
+        new_X = batch.candidates[batch.n_stored : size]
         with holding_interrupts():  # no evaluation without its row
             tic = time.monotonic()
-            values = problem(new_X)
-            eval_seconds = time.monotonic() - tic
-            seconds = offset + time.monotonic() - start  # one timestamp per batch
-            extra = diagnostic_fields(diagnostics)
-            for j, (x, v) in enumerate(
-                zip(new_X.tolist(), values.tolist(), strict=True)
-            ):
-                best = min(best, v)
-                row = {
-                    "problem": problem.name,
-                    "dim": problem.dim,
-                    "method": config.method,
-                    "seed": config.seed,
-                    "n_evals": len(rows) + 1,
-                    "iteration": iteration,
-                    "batch_position": n_stored + j,
-                    "value": v,
-                    "best_value": best,
-                    "regret": max(best - problem.optimal_value, 0.0),
-                    "seconds": seconds,
-                    "fit_seconds": fit_seconds,
-                    "acq_seconds": acq_seconds,
-                    "eval_seconds": eval_seconds,
-                    "init": config.init,
-                    "outcome_transform": config.options.outcome_transform,
-                    **extra,
-                    **dict(zip(x_columns(problem.dim), x, strict=True)),
-                }
-                rows.append(row)
+            results = evaluate(new_X)
+            times = (time.monotonic() - tic, offset + time.monotonic() - start)
+            rows = _new_rows(config, problem, data, batch, new_X, results, times)
+            for row in rows:
                 if on_row is not None:
                     on_row(row)
-        X, Y = torch.cat([X, new_X]), torch.cat([Y, -values.unsqueeze(-1).to(Y)])
-        iteration += 1
-    return rows
+        for row, outcome in zip(rows, results, strict=True):
+            if not outcome.ok and faults.stops(outcome.kind):
+                raise EvaluationFailed(row)
+    return data.rows

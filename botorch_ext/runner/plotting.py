@@ -108,7 +108,9 @@ def plot_regret(
     Regret is ``best_value - optimum >= 0``; values below ``1e-12`` are floored
     there so that reaching the optimum exactly stays on the plot. Each method's
     curve covers the evaluations that all its runs reached (a run cut short
-    shortens its method's curve).
+    shortens its method's curve). The legend counts each method's failed
+    evaluations (over all its runs), and a run has no curve before its first
+    successful evaluation.
 
     Example:
         >>> plot_regret(read_results(Path("results/results.csv")).rows,
@@ -133,9 +135,15 @@ def plot_regret(
     import matplotlib.pyplot as plt
 
     curves: dict[str, dict[int, list[float]]] = {}
+    failed: dict[str, int] = {}
     for row in rows:
         per_seed = curves.setdefault(row["method"], {}).setdefault(row["seed"], [])
-        per_seed.append((row["n_evals"], row["regret"]))
+        # No best value before the first successful evaluation: a gap.
+        regret = math.nan if row["regret"] == "" else row["regret"]
+        per_seed.append((row["n_evals"], regret))
+        failed[row["method"]] = failed.get(row["method"], 0) + (
+            row.get("status", "ok") != "ok"
+        )
     fig, ax = plt.subplots(figsize=(7, 4.4))
     for method, seeds in sorted(curves.items()):
         length = min(len(v) for v in seeds.values())
@@ -147,7 +155,10 @@ def plot_regret(
         )
         x = np.arange(1, length + 1)
         center, low, high = band_over_seeds(logs, band)
-        ax.plot(x, center, label=f"{method} ({logs.shape[0]} seeds)")
+        label = f"{method} ({logs.shape[0]} seeds"
+        if failed[method]:
+            label += f", {failed[method]} failed evals"
+        ax.plot(x, center, label=label + ")")
         ax.fill_between(x, low, high, alpha=0.2)
     settings = run_settings(rows)
     if settings["n_init"] != "?":

@@ -2,11 +2,13 @@ r"""The results of runs on disk: the ``results.csv`` schema, its writer and read
 ``config.json``, and the rules for re-using an output directory (refuse, resume or
 overwrite).
 
-``results.csv`` has one row per evaluation: the columns ``FIXED_COLUMNS`` followed by
-the evaluated point ``x0 .. x{d-1}`` (``columns(dim)``). Rows are written as whole
-lines, one ``write`` each, so a killed process leaves every row it wrote complete;
-a file is only ever appended to, except that ``--overwrite`` starts it afresh and a
-resume cuts an incomplete last line (a line that holds no complete row).
+``results.csv`` has one row per evaluation, in the columns of ``schema``. Rows are
+written as whole lines, one ``write`` each, so a killed process leaves every row it
+wrote complete. A file is only ever appended to, except that ``--overwrite`` starts
+it afresh, a resume cuts an incomplete last line (a line that holds no complete
+row), and a resume that finds duplicate evaluations moves them to
+``results.duplicates.csv`` (saying so). A file damaged anywhere else is never
+changed: the resume stops and names the line.
 """
 
 from __future__ import annotations
@@ -15,158 +17,55 @@ import csv
 import io
 import json
 import os
-import platform
 import signal
-import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
-#: Version of the ``results.csv`` schema and ``config.json`` layout; 2 added the
-#: point ``x0..``, ``iteration``, ``batch_position`` and the timing columns.
-SCHEMA_VERSION = 2
-
-#: The model-state columns and the ``diagnostics`` keys they come from: the fitted
-#: state of the iteration that proposed the row (empty for the initial design and
-#: for model-free methods). ``model_noise`` is the noise variance on the model's
-#: (standardized) scale, ``model_lengthscales`` the ``;``-joined lengthscales,
-#: ``model_elbo`` the per-datum ELBO (SVGP methods), ``model_utility`` the
-#: expected log soft improvement of the proposal under the SVGP (the EULBO's
-#: utility term; for ``elbo-svgp`` at ``q = 1`` only), ``model_fit_steps`` the Adam
-#: steps of the fit, and for BOCK ``model_angular_weights`` (``c_0;...;c_P``) and
-#: ``model_warp`` (``alpha;beta``).
-DIAGNOSTIC_COLUMNS = {
-    "model_noise": "noise",
-    "model_lengthscales": "lengthscales",
-    "model_elbo": "elbo",
-    "model_utility": "utility",
-    "model_fit_steps": "fit_steps",
-    "model_angular_weights": "angular_weights",
-    "model_warp": "warp",
-}
-
-#: The columns every ``results.csv`` starts with, in order; ``x0 .. x{d-1}`` follow.
-FIXED_COLUMNS = (
-    "problem",
-    "dim",
-    "method",
-    "seed",
-    "n_evals",
-    "iteration",
-    "batch_position",
-    "value",
-    "best_value",
-    "regret",
-    "seconds",
-    "fit_seconds",
-    "acq_seconds",
-    "eval_seconds",
-    "init",
-    "outcome_transform",
-    *DIAGNOSTIC_COLUMNS,
+from botorch_ext.runner.metadata import (
+    METADATA_KEYS,
+    config_differences,
+    now_iso,
+    peak_rss_mb,
+    redact,
+    run_metadata,
+)
+from botorch_ext.runner.schema import (
+    DIAGNOSTIC_COLUMNS,
+    FIXED_COLUMNS,
+    SCHEMA_VERSION,
+    columns,
+    diagnostic_fields,
+    parse_row,
+    run_key,
+    x_columns,
 )
 
-
-_INT_COLUMNS = frozenset(
-    {"dim", "seed", "n_evals", "iteration", "batch_position", "model_fit_steps"}
-)
-_FLOAT_COLUMNS = frozenset(
-    {
-        "value",
-        "best_value",
-        "regret",
-        "seconds",
-        "fit_seconds",
-        "acq_seconds",
-        "eval_seconds",
-        "model_noise",
-        "model_elbo",
-        "model_utility",
-    }
-)
-
-#: ``config.json`` keys that describe how and where a run was made, not what it
-#: computes; a resume does not require them to match.
-METADATA_KEYS = frozenset(
-    {
-        "schema_version",
-        "argv",
-        "versions",
-        "git_revision",
-        "host",
-        "torch_threads",
-        "workers",
-        "backend",
-        "scheduler",
-        "start_time",
-        "end_time",
-        "status",
-        "resumed",
-        "peak_rss_mb",
-    }
-)
-
-
-def x_columns(dim: int) -> tuple[str, ...]:
-    r"""The point's columns ``x0 .. x{dim-1}``."""
-    return tuple(f"x{i}" for i in range(dim))
-
-
-def columns(dim: int) -> tuple[str, ...]:
-    r"""All columns of a ``results.csv`` for a ``dim``-dimensional problem.
-
-    Example:
-        >>> columns(2)[-3:]
-        ('model_warp', 'x0', 'x1')
-    """
-    return FIXED_COLUMNS + x_columns(dim)
-
-
-def diagnostic_fields(diagnostics: dict | None) -> dict:
-    r"""The ``model_*`` columns of a row from a method's ``diagnostics`` dict.
-
-    Args:
-        diagnostics: Keys as in ``DIAGNOSTIC_COLUMNS``' values; lists are
-            ``;``-joined, missing keys are empty.
-
-    Returns:
-        A dict with the keys of ``DIAGNOSTIC_COLUMNS``.
-    """
-    out = {}
-    for column, key in DIAGNOSTIC_COLUMNS.items():
-        value = (diagnostics or {}).get(key)
-        if isinstance(value, list | tuple):
-            value = ";".join(f"{v:.4g}" for v in value)
-        out[column] = "" if value is None else value
-    return out
-
-
-def parse_row(row: dict) -> dict:
-    r"""Convert a row read from ``results.csv`` (all strings) to the types that
-    ``run_bo`` produces (empty optional fields stay ``""``).
-
-    Args:
-        row: A ``csv.DictReader`` row.
-
-    Returns:
-        A new dict with ints and floats where the schema has them.
-    """
-    out = {}
-    for key, value in row.items():
-        if value == "" or not (
-            key in _INT_COLUMNS or key in _FLOAT_COLUMNS or key.startswith("x")
-        ):
-            out[key] = value
-        elif key in _INT_COLUMNS:
-            out[key] = int(value)
-        else:
-            out[key] = float(value)
-    return out
+__all__ = [
+    "DIAGNOSTIC_COLUMNS",
+    "FIXED_COLUMNS",
+    "SCHEMA_VERSION",
+    "METADATA_KEYS",
+    "CsvWriter",
+    "Output",
+    "StoredResults",
+    "columns",
+    "config_differences",
+    "count_rows",
+    "diagnostic_fields",
+    "drop_duplicates",
+    "holding_interrupts",
+    "load_results",
+    "open_output",
+    "parse_row",
+    "read_results",
+    "redact",
+    "run_metadata",
+    "x_columns",
+]
 
 
 @contextmanager
@@ -252,42 +151,95 @@ class StoredResults:
     partial_line: str = ""
 
 
+def _damaged(path: Path, number: int, what: str) -> ValueError:
+    return ValueError(
+        f"{path} line {number} is damaged ({what}); nothing was changed. Fix or "
+        "delete that line (keep a copy of the file), then resume again; or start "
+        "afresh with --overwrite"
+    )
+
+
 def read_results(path: Path, repair: bool = False) -> StoredResults:
     r"""Read a ``results.csv``, tolerating an incomplete last line.
 
     A process killed while writing (``SIGKILL``, power loss) can leave a last line
     without its newline; that line is dropped (it is no complete row), and with
     ``repair=True`` also cut from the file so that appended rows start on a line
-    of their own.
+    of their own. Any other damage (a line with the wrong number of fields, a
+    field that does not parse, bytes that are not text) raises and changes
+    nothing.
 
     Args:
         path: The file.
-        repair: Cut an incomplete last line from the file.
+        repair: Cut an incomplete last line from the file (only once every
+            complete line has parsed).
 
     Returns:
         The header, the parsed rows and the dropped line.
 
     Raises:
-        ValueError: If a complete line has the wrong number of fields.
+        ValueError: Naming the first damaged line and what to do.
     """
-    data = Path(path).read_bytes()
+    path = Path(path)
+    data = path.read_bytes()
     partial = b""
     if data and not data.endswith(b"\n"):
         cut = data.rfind(b"\n") + 1
         data, partial = data[:cut], data[cut:]
-        if repair:
-            os.truncate(path, cut)
-    reader = csv.reader(io.StringIO(data.decode(), newline=""))
-    header = tuple(next(reader, ()))
+    header: tuple[str, ...] = ()
     rows = []
-    for number, values in enumerate(reader, start=2):
+    for number, line in enumerate(data.splitlines(keepends=True), start=1):
+        try:
+            text = line.decode()
+        except UnicodeDecodeError:
+            raise _damaged(path, number, "bytes that are not UTF-8 text") from None
+        if "\0" in text:
+            raise _damaged(path, number, "NUL bytes")
+        values = next(csv.reader([text]), [])
+        if number == 1:
+            header = tuple(values)
+            continue
         if len(values) != len(header):
-            raise ValueError(
-                f"{path} line {number} has {len(values)} fields, expected "
-                f"{len(header)}; the file is damaged"
+            raise _damaged(
+                path, number, f"{len(values)} fields, expected {len(header)}"
             )
-        rows.append(parse_row(dict(zip(header, values, strict=True))))
+        try:
+            rows.append(parse_row(dict(zip(header, values, strict=True))))
+        except ValueError as e:
+            raise _damaged(path, number, str(e)) from None
+    if partial and repair:
+        os.truncate(path, len(data))
     return StoredResults(header, rows, partial.decode(errors="replace"))
+
+
+def drop_duplicates(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    r"""Split rows into one consistent history per run and the duplicates.
+
+    Each run's rows are kept in file order up to the first row whose evaluation
+    key ``(method, seed, n_evals)`` was seen before; that row and every later
+    row of the run are duplicates (a second attempt of the run, which started
+    again from an earlier point, so its later rows follow another history).
+
+    Args:
+        rows: Rows in file order.
+
+    Returns:
+        ``(kept, dropped)``, both in file order; ``dropped`` is empty for a file
+        without duplicate keys.
+    """
+    seen: set[tuple] = set()
+    cut: set[tuple] = set()
+    kept, dropped = [], []
+    for row in rows:
+        run = (row["problem"], row["dim"], row["method"], row["seed"])
+        if run not in cut and run_key(row) in seen:
+            cut.add(run)
+        if run in cut:
+            dropped.append(row)
+        else:
+            seen.add(run_key(row))
+            kept.append(row)
+    return kept, dropped
 
 
 def load_results(directories: Sequence[Path]) -> list[dict]:
@@ -341,91 +293,6 @@ def count_rows(path: Path) -> int:
         return -1  # damaged, but it holds something: never truncate it silently
 
 
-def now_iso() -> str:
-    r"""The current UTC time in ISO 8601, to the second."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _git_revision() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
-def run_metadata(argv: Sequence[str] | None = None) -> dict:
-    r"""What ``config.json`` records about how and where a run is made.
-
-    Args:
-        argv: The command line (``sys.argv`` if None).
-
-    Returns:
-        ``argv``, ``versions`` (botorch_ext, botorch, gpytorch, torch, Python),
-        ``git_revision`` (of the checkout holding the package; None outside
-        one), ``host`` and ``torch_threads`` (this process's, now).
-    """
-    import botorch
-    import gpytorch
-    import torch
-
-    import botorch_ext
-
-    return {
-        "argv": list(sys.argv if argv is None else argv),
-        "versions": {
-            "botorch_ext": botorch_ext.__version__,
-            "botorch": botorch.__version__,
-            "gpytorch": gpytorch.__version__,
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-        },
-        "git_revision": _git_revision(),
-        "host": socket.gethostname(),
-        "torch_threads": torch.get_num_threads(),
-    }
-
-
-def config_differences(stored: dict, new: dict) -> list[str]:
-    r"""The settings in which two ``config.json`` contents differ (metadata such as
-    times, versions and the worker count aside).
-
-    Args:
-        stored: The stored ``config.json``.
-        new: The configuration of the new command.
-
-    Returns:
-        One ``"name: stored -> new"`` string per differing setting (nested
-        settings as ``options.q``), sorted.
-    """
-
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for key, value in d.items():
-            if not prefix and key in METADATA_KEYS:
-                continue
-            if isinstance(value, dict):
-                out |= flat(value, f"{prefix}{key}.")
-            else:
-                out[f"{prefix}{key}"] = value
-        return out
-
-    a, b = flat(stored), flat(new)
-    missing = "(missing)"
-    return [
-        f"{key}: {a.get(key, missing)!r} -> {b.get(key, missing)!r}"
-        for key in sorted(set(a) | set(b))
-        if a.get(key, missing) != b.get(key, missing)
-    ]
-
-
 @dataclass
 class Output:
     r"""An output directory opened for writing: the CSV writer, the rows stored by
@@ -451,27 +318,6 @@ class Output:
         self.config["status"] = status
         self.config["peak_rss_mb"] = peak_rss_mb()
         _write_config(self.directory, self.config)
-
-
-def peak_rss_mb() -> float | None:
-    r"""Peak resident memory (MiB) of this process and its finished children.
-
-    For ``botorch-ext run`` that is the run's own peak (the BO loop runs in
-    this process); for a local process-pool grid, the largest of the client's
-    and the finished workers' peaks; Dask workers on other processes or
-    machines are not included. ``None`` where the platform has no
-    ``getrusage`` (Windows).
-    """
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return None
-    peak = max(
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
-    )
-    # Linux reports KiB, macOS bytes.
-    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
 
 
 def _write_config(directory: Path, config: dict) -> None:
@@ -535,41 +381,18 @@ def open_output(
         )
     if resume and n_rows:
         stored_config = _read_config(directory)
-        if stored_config.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(
-                f"cannot resume {str(directory)!r}: its results have schema version "
-                f"{stored_config.get('schema_version', 1)}, this botorch_ext writes "
-                f"{SCHEMA_VERSION}; use --overwrite or another --output"
-            )
-        differences = config_differences(stored_config, new_config)
-        if differences:
-            raise ValueError(
-                f"cannot resume {str(directory)!r}: the settings differ from the "
-                f"stored config.json ({'; '.join(differences)})"
-            )
-        stored = read_results(path, repair=True)
-        if stored.header != fieldnames:
-            raise ValueError(
-                f"cannot resume {str(directory)!r}: results.csv has the columns "
-                f"{', '.join(stored.header)}, expected {', '.join(fieldnames)}"
-            )
-        if stored.partial_line:
-            log(
-                f"resume: dropped an incomplete last line of {path} "
-                f"({len(stored.partial_line)} characters, no complete row)"
-            )
+        rows = _resumable_rows(directory, stored_config, new_config, dim, log)
         stored_config.setdefault("resumed", []).append(
             {
                 "time": now_iso(),
-                "workers": config.get("workers"),
-                "backend": config.get("backend"),
+                **{k: config.get(k) for k in _RESUME_SETTINGS},
                 **metadata,
             }
         )
         stored_config |= {"end_time": None, "status": "running"}
         _write_config(directory, stored_config)
         writer = CsvWriter(path, fieldnames, append=True)
-        return Output(directory, stored_config, writer, stored.rows)
+        return Output(directory, stored_config, writer, rows)
     if resume and path.exists() and n_rows == 0:
         log(f"resume: {path} holds no rows yet; starting from the beginning")
     full = {
@@ -581,6 +404,91 @@ def open_output(
     }
     _write_config(directory, full)
     return Output(directory, full, CsvWriter(path, fieldnames), [])
+
+
+# The settings a resume may change, recorded with each resume.
+_RESUME_SETTINGS = ("workers", "backend", "scheduler", "on_error", "eval_timeout")
+
+# The older schema a resume upgrades: it adds the status and error columns.
+_UPGRADABLE = 2
+
+
+def _resumable_rows(
+    directory: Path, stored_config: dict, new_config: dict, dim: int, log
+) -> list[dict]:
+    # Checks the stored results against the new command and repairs what can be
+    # repaired without losing a row, saying so; raises for the rest.
+    path = directory / "results.csv"
+    version = stored_config.get("schema_version", 1)
+    if version not in (SCHEMA_VERSION, _UPGRADABLE):
+        raise ValueError(
+            f"cannot resume {str(directory)!r}: its results have schema version "
+            f"{version}, this botorch_ext writes {SCHEMA_VERSION}; use --overwrite "
+            "or another --output"
+        )
+    differences = config_differences(stored_config, new_config)
+    if differences:
+        raise ValueError(
+            f"cannot resume {str(directory)!r}: the settings differ from the "
+            f"stored config.json ({'; '.join(differences)})"
+        )
+    stored = read_results(path, repair=True)
+    fieldnames = columns(dim)
+    expected = fieldnames
+    if version == _UPGRADABLE:
+        expected = tuple(c for c in fieldnames if c not in ("status", "error"))
+    if stored.header != expected:
+        raise ValueError(
+            f"cannot resume {str(directory)!r}: results.csv has the columns "
+            f"{', '.join(stored.header)}, expected {', '.join(expected)}"
+        )
+    if stored.partial_line:
+        log(
+            f"resume: dropped an incomplete last line of {path} "
+            f"({len(stored.partial_line)} characters, no complete row)"
+        )
+    rows, dropped = drop_duplicates(stored.rows)
+    if dropped:
+        side = _free_name(directory / "results.duplicates.csv")
+        _write_rows(side, stored.header, dropped)
+        runs = sorted({f"{r['method']}/seed {r['seed']}" for r in dropped})
+        log(
+            f"resume: {path} held {len(dropped)} rows of runs that had started "
+            f"again ({', '.join(runs)}), some with duplicate (method, seed, "
+            f"n_evals) keys; moved them to {side}, and those runs continue from "
+            "the rows before their first duplicate"
+        )
+    if dropped or version == _UPGRADABLE:
+        _write_rows(path, fieldnames, rows)
+    if version == _UPGRADABLE:
+        stored_config["schema_version"] = SCHEMA_VERSION
+        log(
+            f"resume: upgraded {path} to schema version {SCHEMA_VERSION} (added "
+            "the status and error columns; every stored row is ok)"
+        )
+    return rows
+
+
+def _free_name(path: Path) -> Path:
+    n = 1
+    candidate = path
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}.{n}{path.suffix}")
+    return candidate
+
+
+def _write_rows(path: Path, fieldnames: Sequence[str], rows: list[dict]) -> None:
+    # A new file under a temporary name, renamed over the old one: a kill leaves
+    # the old file or the new one, never a mix.
+    tmp = path.with_name(path.name + ".tmp")
+    writer = CsvWriter(tmp, fieldnames)
+    try:
+        for row in rows:
+            writer.write(row)
+    finally:
+        writer.close()
+    os.replace(tmp, path)
 
 
 def _read_config(directory: Path) -> dict:

@@ -6,13 +6,9 @@ from unittest import mock
 
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.runner import compare
-from botorch_ext.runner.compare import (
-    format_summary,
-    run_grid,
-    stream_until_done,
-    summarize,
-)
+from botorch_ext.runner.backends import streaming
+from botorch_ext.runner.backends.streaming import stream_until_done
+from botorch_ext.runner.compare import format_summary, run_grid, summarize
 from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.plotting import plot_regret
 from botorch_ext.runner.results import CsvWriter, columns
@@ -149,7 +145,7 @@ class TestStreamUntilDone(BotorchTestCase):
     def test_timeout_gives_up_with_the_pending_futures(self):
         waits = []
         clock = itertools.count(0.0, 1.0)  # a fake clock: one second per reading
-        with mock.patch.object(compare.time, "monotonic", lambda: next(clock)):
+        with mock.patch.object(streaming.time, "monotonic", lambda: next(clock)):
             left = stream_until_done(
                 {"a"},
                 lambda fs, t: waits.append(t) or (set(), fs),
@@ -159,4 +155,4 @@ class TestStreamUntilDone(BotorchTestCase):
             )
         self.assertEqual(left, {"a"})
         # Read at 0 (deadline 3), then at 1, 2 (waiting) and 3 (given up).
-        self.assertEqual(waits, [compare._DRAIN_INTERVAL_S] * 2)
+        self.assertEqual(waits, [streaming.DRAIN_INTERVAL_S] * 2)

@@ -17,7 +17,7 @@ import distributed
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.runner import dask_backend
+from botorch_ext.runner.backends import dask as dask_backend
 from botorch_ext.runner.compare import run_grid
 from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.methods import MethodOptions
@@ -92,7 +92,7 @@ class TestDaskBackend(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "scheduler 'tcp://h:1' needs"):
             run_grid(BASE, ["random"], [0], scheduler="tcp://h:1")
         with (
-            mock.patch.object(dask_backend, "_CONNECT_TIMEOUT", "1s"),
+            mock.patch.object(dask_backend, "CONNECT_TIMEOUT", "1s"),
             self.assertRaisesRegex(ValueError, "cannot reach the Dask scheduler"),
         ):
             run_grid(

@@ -127,7 +127,7 @@ class TestLoop(BotorchTestCase):
                 n_init=2,
                 options=MethodOptions(initial_conditions="bock"),
             ),  # fmt: skip
-            "num-inducing-points must be >= 1, got 0": RunConfig(
+            "options.num_inducing_points must be >= 1, got 0": RunConfig(
                 "branin",
                 "elbo-svgp",
                 budget=5,

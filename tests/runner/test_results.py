@@ -44,7 +44,8 @@ class TestSchema(BotorchTestCase):
         self.assertEqual(
             row,
             {"dim": 2, "value": 1.5, "model_noise": "", "x0": 0.25,
-             "model_fit_steps": 7, "model_warp": "1;2", "method": "qucb"},
+             "model_fit_steps": 7, "model_warp": "1;2", "method": "qucb",
+             "status": "ok", "error": ""},
         )  # fmt: skip
 
 
@@ -105,7 +106,8 @@ class TestCsvWriterAndReader(BotorchTestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "results.csv"
             path.write_text("a,b\n1,2\n3\n")
-            with self.assertRaisesRegex(ValueError, "line 3 has 1 fields, expected 2"):
+            message = r"line 3 is damaged \(1 fields, expected 2\)"
+            with self.assertRaisesRegex(ValueError, message):
                 read_results(path)
 
 
