@@ -1,7 +1,5 @@
 r"""MAMBA: successive halving over SGMCMC hyperparameters with a Stein reward.
 
-References:
-
 .. [Coullon2023mamba]
     J. Coullon, L. South and C. Nemeth. Efficient and generalizable tuning
     strategies for stochastic gradient MCMC. Statistics and Computing, 2023.
