@@ -173,8 +173,8 @@ def _add_band(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--band",
         default="se",
-        help="the plot's band over seeds: se (mean ± 1 standard error, default), "
-        "std (mean ± 1 standard deviation) or quantiles (median, 25%%-75%%)",
+        help="the plot's band over seeds: se (mean +/- 1 standard error, default), "
+        "std (mean +/- 1 standard deviation) or quantiles (median, 25%%-75%%)",
     )
 
 

@@ -183,14 +183,14 @@ def _failed(s: dict) -> str:
 def format_summary(summary: list[dict]) -> str:
     r"""Render ``summarize``'s output as a Markdown table."""
     lines = [
-        "| method | runs | evals | final best value (mean ± std) | regret | "
+        "| method | runs | evals | final best value (mean +/- std) | regret | "
         "s / iteration | init | outcome transform | failed evals |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         lines.append(
             f"| {s['method']} | {s['runs']} | {s['n_evals']} | "
-            f"{s['best_mean']:.4g} ± {s['best_std']:.2g} | {s['regret_mean']:.3g} | "
+            f"{s['best_mean']:.4g} +/- {s['best_std']:.2g} | {s['regret_mean']:.3g} | "
             f"{s['seconds_per_iteration']:.2f} | {s['init']} | "
             f"{s['outcome_transform']} | {_failed(s)} |"
         )

@@ -1,6 +1,6 @@
 r"""Plot of best value (as log10 regret) against evaluations, one band per method.
 
-The band is stated in the legend's title (mean ± 1 standard error over seeds by
+The band is stated in the legend's title (mean +/- 1 standard error over seeds by
 default), a dotted vertical line marks the end of the initial design, and a
 subtitle gives the budget, the initial design size, ``q``, the outcome transform
 and the number of seeds, all read from the rows themselves (so merged
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-#: Band choices: mean ± 1 standard error, mean ± 1 standard deviation, or the
+#: Band choices: mean +/- 1 standard error, mean +/- 1 standard deviation, or the
 #: median with the 25%-75% quantile band.
 BANDS = {
-    "se": "mean ± 1 s.e. over seeds",
-    "std": "mean ± 1 std over seeds",
+    "se": "mean +/- 1 s.e. over seeds",
+    "std": "mean +/- 1 std over seeds",
     "quantiles": "median, 25%-75% quantiles over seeds",
 }
 
@@ -31,8 +31,8 @@ def band_over_seeds(values: np.ndarray, band: str = "se") -> tuple[np.ndarray, .
 
     Args:
         values: One curve per row (seed).
-        band: One of ``BANDS``: ``"se"`` (mean ± standard deviation / sqrt(seeds),
-            the standard deviation with ``ddof=1``), ``"std"`` (mean ± standard
+        band: One of ``BANDS``: ``"se"`` (mean +/- standard deviation / sqrt(seeds),
+            the standard deviation with ``ddof=1``), ``"std"`` (mean +/- standard
             deviation) or ``"quantiles"`` (median, 25% and 75% quantiles). With
             one seed the band is the curve itself.
 
@@ -120,8 +120,8 @@ def plot_regret(
         rows: Rows of one or more runs of one problem.
         path: Where to write the PNG.
         title: The plot title (the subtitle with the settings is added below it).
-        band: One of ``BANDS``: ``"se"`` (mean ± 1 standard error, the default),
-            ``"std"`` (mean ± 1 standard deviation) or ``"quantiles"`` (median
+        band: One of ``BANDS``: ``"se"`` (mean +/- 1 standard error, the default),
+            ``"std"`` (mean +/- 1 standard deviation) or ``"quantiles"`` (median
             and the 25%-75% band).
 
     Raises:

@@ -38,7 +38,7 @@ class TestCompare(BotorchTestCase):
         self.assertEqual(s["best_mean"], 2.5)
         self.assertAlmostEqual(s["best_std"], 0.7071067811865476)
         self.assertEqual(s["seconds_per_iteration"], (2.0 + 4.0) / 2)
-        self.assertIn("| a | 2 | 3 | 2.5 ± 0.71 |", format_summary([s]))
+        self.assertIn("| a | 2 | 3 | 2.5 +/- 0.71 |", format_summary([s]))
 
     def test_grid_in_workers_matches_serial(self):
         base = RunConfig("branin", "random", budget=5, n_init=3, q=1)
