@@ -63,6 +63,8 @@ def one(method: str, n: int, q: int) -> dict:
         "first_step_s": round(first, 2),
         "step_s": round(step, 2),
         "fit_steps": diag.get("fit_steps"),
+        "eulbo_steps": diag.get("eulbo_steps"),
+        "w_moved": diag.get("w_moved"),
         "noise": diag.get("noise"),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "other_cpu": str(other),

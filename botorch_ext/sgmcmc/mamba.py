@@ -139,7 +139,8 @@ def mamba(
     ``floor(|S_i| / eta)`` arms survive. After ``floor(log_eta M)`` rounds the
     best arm wins. Diverged arms and arms without samples rank last. Since
     ``sum_i r_i = R`` the winner has run for ``R``, and the whole tuning costs
-    far less than a grid search giving every arm ``R`` [Jamieson2016sh]_.
+    far less than a grid search giving every arm ``R`` (successive halving,
+    Jamieson and Talwalkar, 2016).
 
     Choices: ``eta = 3``, thinning by 10 and the KSD with the IMQ kernel
     (``c = 1``, ``beta = -1/2``) are the paper's logistic-regression settings.
