@@ -6,9 +6,11 @@ from botorch_ext.kernels.dim_scaled import (
     get_ard_rbf_kernel_with_dim_scaled_prior,
     get_isotropic_rbf_kernel_with_dim_scaled_prior,
 )
+from botorch_ext.kernels.utils import kernel_lengthscale
 
 __all__ = [
     "CylindricalKernel",
     "get_ard_rbf_kernel_with_dim_scaled_prior",
     "get_isotropic_rbf_kernel_with_dim_scaled_prior",
+    "kernel_lengthscale",
 ]

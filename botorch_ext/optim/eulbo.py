@@ -6,16 +6,17 @@ parameters ``w``,
 
     max_{x, w}  L_ELBO(w) + utility_weight * E_{q_w(f)} log u(x, f)
 
-(``eulbo``). ``optimize_eulbo`` solves it for an ``EULBOModel``;
-``EULBOModel.optimize_eulbo`` is a thin method over it.
+(``eulbo``). ``optimize_eulbo`` solves it for an ``EULBOModel``, as BoTorch's
+``fit_gpytorch_mll`` fits a model it is given.
 
 Data path of one EULBO step: the model (its state ``w`` carried from the
-previous BO step, ``EULBOModel.carry_over``) -> ELBO fit to convergence
-(``model.fit_elbo``) -> warm start (``optimize_acqf`` on the matching
-acquisition: ``qLogExpectedImprovement`` for ``"ei"``, the one-shot soft KG
-``qLogSoftKG`` for ``"kg"``) -> alternate w-step (minibatch ELBO plus expected
-log utility) and x-step (expected log utility) -> project ``x`` onto the bounds
--> the best state seen and its candidates (``model.last_optimization``).
+previous BO step, ``EULBOModel.carry_over``) -> ELBO fit (``fit_elbo``) -> warm
+start (``warm_start``: ``optimize_acqf`` on the matching acquisition,
+``qLogExpectedImprovement`` for ``"ei"``, the one-shot soft KG for ``"kg"``) ->
+the joint phase over the candidates and the selected blocks of ``w`` (by
+default L-BFGS-B on the full-data EULBO; or Algorithm 1's alternating
+minibatch Adam w- and x-steps) -> the candidates and the model's state
+(``model.last_optimization``).
 
 References
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import torch
@@ -39,71 +41,34 @@ from botorch.optim.core import scipy_minimize
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import Tensor
 
-from botorch_ext.acquisition.soft_kg import qLogSoftKG
+from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale
+from botorch_ext.models.eulbo_options import (
+    joint_iterations,
+    joint_parameter_blocks,
+)
 from botorch_ext.optim.fit import (
-    _check_elbo,
-    _check_set,
-    _minibatch_stream,
-    _minibatches,
-    _StoppingRule,
-    _w_step,
+    StoppingRule,
+    check_elbo,
+    check_set,
+    fit_elbo,
+    minibatch_stream,
+    minibatches,
+    w_step,
 )
 from botorch_ext.optim.utils import ignore_optimize_acqf_retry_warnings
 from botorch_ext.validation import check_bounds, check_positive_int
 
-if TYPE_CHECKING:  # the model imports this module, not the other way round
+if TYPE_CHECKING:
     from botorch_ext.models.eulbo import EULBOModel
 
 #: Utilities of the EULBO: soft improvement and one-shot soft KG.
 UTILITIES = ("ei", "kg")
-#: Alternation schemes of the w- and x-steps.
-ALTERNATIONS = ("step", "epoch")
-#: Optimizers of the joint EULBO phase (``EULBOOptions.joint_optimizer``).
-JOINT_OPTIMIZERS = ("lbfgs", "adam")
-#: Blocks of ``w`` that the joint EULBO phase can refine
-#: (``EULBOOptions.joint_parameters``; Figure 3 of [Maus2024eulbo]_).
-JOINT_PARAMETER_BLOCKS = ("variational", "inducing_points", "hyperparameters")
-
-
-def joint_parameter_blocks(joint_parameters: str | tuple[str, ...]) -> tuple[str, ...]:
-    r"""Resolve ``EULBOOptions.joint_parameters`` to a tuple of block names.
-
-    ``"all"`` is every block of ``JOINT_PARAMETER_BLOCKS``; a single block name
-    or a non-empty tuple (or list) of them is that subset.
-
-    Example:
-        >>> joint_parameter_blocks("all")
-        ('variational', 'inducing_points', 'hyperparameters')
-        >>> joint_parameter_blocks(("variational", "inducing_points"))
-        ('variational', 'inducing_points')
-
-    Args:
-        joint_parameters: ``"all"``, a block name, or a sequence of block names.
-
-    Returns:
-        The selected blocks, in ``JOINT_PARAMETER_BLOCKS`` order.
-
-    Raises:
-        ValueError: For an unknown or empty selection, naming the value.
-    """
-    if isinstance(joint_parameters, str):
-        names = (
-            JOINT_PARAMETER_BLOCKS if joint_parameters == "all" else (joint_parameters,)
-        )
-    else:
-        names = tuple(joint_parameters)
-    bad = [b for b in names if b not in JOINT_PARAMETER_BLOCKS]
-    if not names or bad:
-        raise ValueError(
-            "`joint_parameters` must be 'all' or a non-empty selection of "
-            f"{JOINT_PARAMETER_BLOCKS}, got {joint_parameters!r}."
-        )
-    return tuple(b for b in JOINT_PARAMETER_BLOCKS if b in names)
 
 
 def joint_parameters(model: EULBOModel) -> list[Tensor]:
     r"""The parameters the joint EULBO phase updates (``model.options``).
 
+    The blocks come from ``model.parameter_blocks()``, selected by module:
     ``"variational"`` is ``q(u)`` (mean and Cholesky factor),
     ``"inducing_points"`` is ``Z``, ``"hyperparameters"`` is everything else
     that is trained (constant mean, kernel, likelihood). Parameters outside the
@@ -120,19 +85,10 @@ def joint_parameters(model: EULBOModel) -> list[Tensor]:
         The selected trainable parameters.
     """
     blocks = joint_parameter_blocks(model.options.joint_parameters)
-    selected = []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        if "_variational_distribution." in name:
-            block = "variational"
-        elif name.endswith("variational_strategy.inducing_points"):
-            block = "inducing_points"
-        else:
-            block = "hyperparameters"
-        if block in blocks:
-            selected.append(p)
-    return selected
+    by_block = model.parameter_blocks()
+    selected = {id(p) for block in blocks for p in by_block[block]}
+    # In ``parameters()`` order, whatever the selection.
+    return [p for p in model.parameters() if id(p) in selected]
 
 
 def eulbo(
@@ -148,7 +104,7 @@ def eulbo(
     ``model.expected_log_utility``.
 
     Example:
-        >>> value = eulbo(model, torch.rand(1, 2))  # or model.eulbo(X)
+        >>> value = eulbo(model, torch.rand(1, 2))
 
     Args:
         model: An ``EULBOModel``.
@@ -162,7 +118,7 @@ def eulbo(
     was_training = model.training
     model.train()
     try:
-        value = model._elbo(model.train_X_full, model.train_Y_std)
+        value = model.elbo(model.train_X_full, model.train_Y_std)
     finally:
         model.train(was_training)
     return value + model.utility_weight * model.expected_log_utility(
@@ -176,30 +132,39 @@ def optimize_eulbo(
     q: int = 1,
     utility: str = "ei",
     seed: int = 0,
+    refit: bool = True,
 ) -> tuple[Tensor, Tensor]:
-    r"""Choose ``q`` candidates jointly with the SVGP fit (Algorithm 1).
+    r"""Choose ``q`` candidates jointly with the SVGP fit ([Maus2024eulbo]_, Alg. 1).
 
-    Warm start: ``model.fit_elbo`` then ``optimize_acqf`` on the matching
-    acquisition under the fitted SVGP (BoTorch's ``qLogExpectedImprovement``
-    for ``"ei"``; the one-shot soft-KG ``qLogSoftKG`` with the SVGP held fixed
-    for ``"kg"``, over the candidates and the free points ``x'_i``). Then
-    block-coordinate ascent on the EULBO: w-steps (Adam, ``lr_w``, minibatch
-    ELBO plus the expected log utility, over the blocks of ``w`` that
-    ``options.joint_parameters`` selects: all of it by default, as in
-    Algorithm 1) alternating with x-steps (Adam,
-    ``lr_x``, the expected log utility), both clipped at ``grad_clip``, ``x``
-    projected onto ``bounds`` after every step, stopping by the same rule as
-    ``fit_elbo`` applied to the EULBO (the ELBO part on the check set for
-    ``"steps"``, on all data for ``"epochs"``); with
-    ``options.joint_optimizer="lbfgs"`` (or ``"auto"`` and ``n <=
-    options.lbfgs_max_n``) the joint phase is instead full-batch L-BFGS-B on
-    the full-data EULBO (the candidates on the box, the selected ``w``
-    unconstrained). The model is left at the best
-    state seen at the end of a round (the warm start included). A non-finite
-    loss restores the last finite state, falls back to the warm-start
-    candidates and warns. Settings come from ``model.options``
-    (``EULBOOptions``), ``model.alternation`` and ``model.utility_weight``;
-    ``model.last_optimization`` records the trace.
+    Maximizes the EULBO ``L_ELBO(w) + utility_weight * E_{q_w(f)} log u(x, f)``
+    over the candidates ``x`` and the blocks of ``w`` that
+    ``options.joint_parameters`` selects (all of ``w`` by default, as in
+    Algorithm 1), where ``options`` is ``model.options`` (``EULBOOptions``):
+
+    1. ``fit_elbo`` (skipped with ``refit=False``).
+    2. Warm start (``warm_start``): ``optimize_acqf`` on the matching
+       acquisition under the fitted SVGP (``qLogExpectedImprovement`` for
+       ``"ei"``; the one-shot soft KG with the SVGP held fixed for ``"kg"``,
+       over the candidates and the free points ``x'_i``).
+    3. The joint phase. The default (``joint_optimizer="lbfgs"``) is L-BFGS-B
+       on the deterministic full-data EULBO over the candidates (on the box)
+       and the selected blocks of ``w`` (unconstrained), started at the warm
+       start, so the returned EULBO is never below the warm start's and is
+       strictly higher whenever its gradient there is non-zero. Its iteration
+       budget is ``joint_max_iter`` while ``n <= lbfgs_max_n`` and
+       proportionally fewer above (``joint_iterations``), so the cost per step
+       stays bounded in ``n``. Reason: from a converged ELBO fit the
+       minibatch-Adam phase of Algorithm 1 first lowers the EULBO and its
+       stopping rule returns the warm start unchanged (measured; see the EULBO
+       page of the docs). That phase is ``joint_optimizer="adam"``: w-steps
+       (Adam, ``lr_w``, minibatch ELBO plus the expected log utility)
+       alternating (``model.alternation``) with x-steps (Adam, ``lr_x``, the
+       expected log utility), clipped at ``grad_clip``, ``x`` projected onto
+       ``bounds``, stopped by ``fit_elbo``'s rule applied to the EULBO, the
+       model left at the best state seen at the end of a round.
+
+    A non-finite EULBO restores a finite state, returns the warm-start
+    candidates and warns. ``model.last_optimization`` records the trace.
 
     Example:
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
@@ -212,16 +177,17 @@ def optimize_eulbo(
         utility: ``"ei"`` (soft improvement) or ``"kg"`` (one-shot soft
             knowledge gradient, ``options.num_fantasies`` free points).
         seed: Seed of the minibatches and base samples.
+        refit: Run ``fit_elbo`` first; False starts from the model's current
+            state (e.g. a fit done by the caller).
 
     Returns:
         ``(candidates, value)``: a ``q x d`` tensor inside ``bounds`` and the
-        final EULBO (its ELBO part estimated on the check set, which is all
-        data when ``n <= options.check_size``, for ``"epochs"`` and for the
-        L-BFGS joint phase).
+        final EULBO (its ELBO part on all data for the L-BFGS-B phase and for
+        ``"epochs"``, else on the check set, which is all data when ``n <=
+        options.check_size``).
     """
     options = model.options
-    d = model.train_X_full.shape[-1]
-    check_bounds("bounds", bounds, d)
+    check_bounds("bounds", bounds, model.train_X_full.shape[-1])
     check_positive_int("q", q)
     if utility not in UTILITIES:
         raise ValueError(f"unknown utility {utility!r}; choose from {UTILITIES}")
@@ -233,98 +199,139 @@ def optimize_eulbo(
         base_samples = torch.randn(n_samples, q, generator=gen, dtype=bounds.dtype).to(
             bounds.device
         )
-
-    model.fit_elbo(seed=seed)
+    if refit:
+        fit_elbo(model, seed=seed)
     # For "kg", x holds the q candidates followed by the S free points x'_i.
-    x0 = _warm_start(model, bounds, q, seed, utility, base_samples)
-    n = model.train_X_full.shape[-2]
+    x0 = warm_start(model, bounds, q, seed, utility, base_samples)
     if options.joint_optimizer == "lbfgs":
         return _optimize_eulbo_lbfgs(model, x0, bounds, q, utility, base_samples)
-    x = x0.clone().requires_grad_(True)
-    w_params = joint_parameters(model)
-    opt_w = torch.optim.Adam(w_params, lr=options.lr_w)
-    opt_x = torch.optim.Adam([x], lr=options.lr_x)
-    epochs = options.convergence == "epochs"
-    check = None if epochs else _check_set(model, gen)
+    return _optimize_eulbo_adam(model, x0, bounds, q, utility, base_samples, gen)
 
-    def criterion(X: Tensor) -> float:
+
+class _AdamJointPhase:
+    r"""The pieces of Algorithm 1's alternating minibatch Adam phase."""
+
+    def __init__(
+        self,
+        model: EULBOModel,
+        x0: Tensor,
+        bounds: Tensor,
+        utility: str,
+        base_samples: Tensor | None,
+        gen: torch.Generator,
+    ) -> None:
+        options = model.options
+        self.model, self.bounds, self.gen = model, bounds, gen
+        self.utility, self.base_samples = utility, base_samples
+        self.x = x0.clone().requires_grad_(True)
+        self.w_params = joint_parameters(model)
+        self.opt_w = torch.optim.Adam(self.w_params, lr=options.lr_w)
+        self.opt_x = torch.optim.Adam([self.x], lr=options.lr_x)
+        self.epochs = options.convergence == "epochs"
+        self.check = None if self.epochs else check_set(model, gen)
+        n = model.train_X_full.shape[-2]
+        self.steps_per_round = (
+            math.ceil(n / options.batch_size) if self.epochs else options.check_every
+        )
+        self.max_rounds = (
+            options.max_epochs
+            if self.epochs
+            else math.ceil(options.max_steps / options.check_every)
+        )
+
+    def criterion(self, X: Tensor) -> float:
+        r"""The EULBO at ``X``, its ELBO part on the check set (or all data)."""
+        model = self.model
         with torch.no_grad():
-            if check is None:
-                return model.eulbo(X, base_samples, utility).item()
+            if self.check is None:
+                return eulbo(model, X, self.base_samples, self.utility).item()
             model.train()
-            elbo = _check_elbo(model, check)
-            util = model.expected_log_utility(X.unsqueeze(0), base_samples, utility)
+            elbo = check_elbo(model, self.check)
+            util = model.expected_log_utility(
+                X.unsqueeze(0), self.base_samples, self.utility
+            )
             return (elbo + model.utility_weight * util.squeeze(0)).item()
 
-    warm_value = criterion(x0)
+    def x_step(self) -> bool:
+        r"""One Adam step of the candidates; False if the loss is not finite."""
+        options = self.model.options
+        self.opt_x.zero_grad()
+        loss_x = -self.model.expected_log_utility(
+            self.x.unsqueeze(0), self.base_samples, self.utility
+        ).sum()
+        if not torch.isfinite(loss_x):
+            return False
+        loss_x.backward()
+        torch.nn.utils.clip_grad_norm_([self.x], options.grad_clip)
+        self.opt_x.step()
+        with torch.no_grad():
+            x = torch.minimum(self.x, self.bounds[1])
+            self.x.copy_(torch.maximum(x, self.bounds[0]))
+        return True
+
+    def utility_term(self) -> Tensor:
+        r"""The weighted utility at the current candidates, as a function of ``w``."""
+        util = self.model.expected_log_utility(
+            self.x.detach().unsqueeze(0), self.base_samples, self.utility
+        )
+        return self.model.utility_weight * util.sum()
+
+    def batches(self, stream: Iterator[Tensor]) -> list[Tensor]:
+        r"""The minibatches of one round: an epoch, or ``check_every`` steps."""
+        if self.epochs:
+            return minibatches(self.model, self.gen)
+        return [next(stream) for _ in range(self.steps_per_round)]
+
+    def run_round(self, batches: list[Tensor]) -> tuple[int, bool]:
+        r"""One round of w- and x-steps: ``(w-steps taken, diverged)``."""
+        model, steps = self.model, 0
+        for idx in batches:
+            if w_step(model, self.opt_w, self.w_params, idx, self.utility_term) is None:
+                return steps, True
+            steps += 1
+            if model.alternation == "step" and not self.x_step():
+                return steps, True
+        if model.alternation == "epoch" and not self.x_step():
+            return steps, True
+        return steps, False
+
+
+def _optimize_eulbo_adam(
+    model: EULBOModel,
+    x0: Tensor,
+    bounds: Tensor,
+    q: int,
+    utility: str,
+    base_samples: Tensor | None,
+    gen: torch.Generator,
+) -> tuple[Tensor, Tensor]:
+    r"""The joint phase by Algorithm 1's alternating minibatch Adam steps."""
+    phase = _AdamJointPhase(model, x0, bounds, utility, base_samples, gen)
+    warm_value = phase.criterion(x0)
     warm_utility = _utility_value(model, x0, base_samples, utility)
     # The returned state is the best EULBO seen at a round's end, starting
     # from the warm start: minibatch Adam is not monotone.
     best_state = copy.deepcopy(model.state_dict())
     best_x, best_value = x0.clone(), warm_value
-    rule = _StoppingRule(options.patience, options.tol)
-    rule.update(model._per_datum(warm_value))
-    diverged = False
-    trace = [warm_value]
-    steps = 0
-
-    def x_step() -> bool:
-        opt_x.zero_grad()
-        loss_x = -model.expected_log_utility(
-            x.unsqueeze(0), base_samples, utility
-        ).sum()
-        if not torch.isfinite(loss_x):
-            return False
-        loss_x.backward()
-        torch.nn.utils.clip_grad_norm_([x], options.grad_clip)
-        opt_x.step()
-        with torch.no_grad():
-            x.copy_(torch.maximum(torch.minimum(x, bounds[1]), bounds[0]))
-        return True
-
-    def utility_term() -> Tensor:
-        util = model.expected_log_utility(
-            x.detach().unsqueeze(0), base_samples, utility
-        )
-        return model.utility_weight * util.sum()
-
-    stream = _minibatch_stream(model, gen)
-    steps_per_round = (
-        math.ceil(n / options.batch_size) if epochs else options.check_every
-    )
-    max_rounds = (
-        options.max_epochs
-        if epochs
-        else math.ceil(options.max_steps / options.check_every)
-    )
+    rule = StoppingRule(model.options.patience, model.options.tol)
+    rule.update(model.per_datum(warm_value))
+    diverged, trace, steps = False, [warm_value], 0
+    stream = minibatch_stream(model, gen)
     model.train()
-    for _ in range(max_rounds):
-        batches = (
-            _minibatches(model, gen)
-            if epochs
-            else [next(stream) for _ in range(steps_per_round)]
-        )
-        for idx in batches:
-            if _w_step(model, opt_w, w_params, idx, extra=utility_term) is None:
-                diverged = True
-                break
-            steps += 1
-            if model.alternation == "step" and not x_step():
-                diverged = True
-                break
-        if not diverged and model.alternation == "epoch" and not x_step():
-            diverged = True
+    for _ in range(phase.max_rounds):
+        taken, diverged = phase.run_round(phase.batches(stream))
+        steps += taken
         if diverged:
             break
-        value = criterion(x.detach())
+        value = phase.criterion(phase.x.detach())
         trace.append(value)
-        if not math.isfinite(value) or not bool(torch.isfinite(x).all()):
+        if not math.isfinite(value) or not bool(torch.isfinite(phase.x).all()):
             diverged = True
             break
         if value > best_value:
             best_state = copy.deepcopy(model.state_dict())
-            best_x, best_value = x.detach().clone(), value
-        if rule.update(model._per_datum(value)):
+            best_x, best_value = phase.x.detach().clone(), value
+        if rule.update(model.per_datum(value)):
             break
     model.load_state_dict(best_state)
     candidates = best_x
@@ -339,7 +346,7 @@ def optimize_eulbo(
             stacklevel=3,
         )
     model.eval()
-    value = criterion(candidates)
+    value = phase.criterion(candidates)
     model.eval()
     return _finish(
         model,
@@ -464,34 +471,6 @@ def _optimize_eulbo_lbfgs(
     )
 
 
-def joint_iterations(options, n: int) -> int:
-    r"""The L-BFGS-B iteration budget of the joint EULBO phase at ``n`` points.
-
-    ``options.joint_max_iter`` while ``n <= options.lbfgs_max_n``; above,
-    ``joint_max_iter * lbfgs_max_n / n`` (at least ``_MIN_JOINT_ITERATIONS``),
-    which keeps the phase's cost, ``O(iterations * n * m^2)``, bounded in ``n``.
-
-    Example:
-        >>> joint_iterations(EULBOOptions(), 10_000)
-        20
-
-    Args:
-        options: An ``EULBOOptions``.
-        n: Number of training points.
-
-    Returns:
-        The iteration budget.
-    """
-    if n <= options.lbfgs_max_n:
-        return options.joint_max_iter
-    scaled = options.joint_max_iter * options.lbfgs_max_n // n
-    return max(_MIN_JOINT_ITERATIONS, scaled)
-
-
-#: The smallest iteration budget of the joint phase at large ``n``.
-_MIN_JOINT_ITERATIONS = 5
-
-
 def _utility_gradient_share(
     model: EULBOModel,
     w_params: list[Tensor],
@@ -502,7 +481,7 @@ def _utility_gradient_share(
     r"""``|g_u| / (|g_u| + |g_elbo|)``: the utility term's share of the EULBO's
     gradient with respect to the selected ``w`` at ``X`` (a diagnostic)."""
     model.train()
-    elbo = model._elbo(model.train_X_full, model.train_Y_std)
+    elbo = model.elbo(model.train_X_full, model.train_Y_std)
     g_elbo = torch.autograd.grad(elbo, w_params, allow_unused=True)
     util = (
         model.utility_weight
@@ -549,24 +528,7 @@ def _utility_value(
         return model.expected_log_utility(X.unsqueeze(0), base_samples, utility).item()
 
 
-class _OneShotSoftKG(qLogSoftKG):
-    r"""``qLogSoftKG`` on an ``EULBOModel``'s own scale, for the EULBO warm start.
-
-    The EULBO's soft-KG term is defined on the model's transformed (standardized)
-    outcomes with ``c+ = y+`` and temperature 1 (``EULBOModel.fantasy_means``,
-    on the latent SVGP); this keeps the warm start on exactly that objective
-    for any outcome transform. Inputs are ``batch x (q + S) x d``: candidates,
-    then the free points.
-    """
-
-    def __init__(self, model: EULBOModel, base_samples: Tensor) -> None:
-        super().__init__(model=model, best_f=model._best_f(), base_samples=base_samples)
-
-    def fantasy_means(self, X: Tensor) -> Tensor:
-        return self.model.fantasy_means(X, self.base_samples)
-
-
-def _warm_start(
+def warm_start(
     model: EULBOModel,
     bounds: Tensor,
     q: int,
@@ -577,16 +539,30 @@ def _warm_start(
     r"""Algorithm 1, line 3: the conventional acquisition under the ELBO fit.
 
     ``"ei"``: BoTorch's ``qLogExpectedImprovement``. ``"kg"``: the one-shot
-    soft-KG itself with the SVGP fixed (``_OneShotSoftKG``), optimized over the
-    ``q`` candidates and the ``S`` free points jointly by ``optimize_acqf``, like
-    BoTorch's one-shot ``qKnowledgeGradient``; all ``q + S`` points are
-    returned.
+    soft-KG itself with the SVGP fixed (``qLogSoftKGModelScale``), optimized
+    over the ``q`` candidates and the ``S`` free points jointly by
+    ``optimize_acqf``, like BoTorch's one-shot ``qKnowledgeGradient``; all
+    ``q + S`` points are returned.
+
+    Example:
+        >>> x0 = warm_start(model, bounds, q=1, seed=0)
+
+    Args:
+        model: A fitted ``EULBOModel`` (held fixed).
+        bounds: ``2 x d`` box.
+        q: Number of candidates.
+        seed: Seed of ``optimize_acqf``'s initial conditions.
+        utility: ``"ei"`` or ``"kg"``.
+        base_samples: ``S x q`` standard normal draws, required for ``"kg"``.
+
+    Returns:
+        A ``q x d`` tensor (``(q + S) x d`` for ``"kg"``).
     """
     if utility == "kg":
-        acqf = _OneShotSoftKG(model, base_samples)
+        acqf = qLogSoftKGModelScale(model, base_samples)
         n_points = acqf.get_augmented_q_batch_size(q)
     else:
-        best_f = model.outcome_transform.untransform(model._best_f().reshape(1, 1))
+        best_f = model.outcome_transform.untransform(model.best_f().reshape(1, 1))
         acqf = qLogExpectedImprovement(model, best_f=best_f[0].squeeze())
         n_points = q
     with warnings.catch_warnings():

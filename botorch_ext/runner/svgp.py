@@ -14,9 +14,13 @@ from botorch.exceptions.warnings import OptimizationWarning
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
-from botorch_ext.optim.turbo import kernel_lengthscale
+from botorch_ext.optim import (
+    fit_elbo,
+    ignore_optimize_acqf_retry_warnings,
+    optimize_eulbo,
+)
 from botorch_ext.runner.options import Method, iteration_seed
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
 
@@ -142,7 +146,7 @@ class _SVGPRun(TrustRegion):
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
-                model.fit_elbo(seed=seed_i)
+                fit_elbo(model, seed=seed_i)
                 self.timings = {"fit_seconds": time.monotonic() - tic}
                 candidates = maximize_qlogei(model, train_Y, region, q, options)
             else:
@@ -150,8 +154,8 @@ class _SVGPRun(TrustRegion):
                 # the model counts as fitting, the joint optimization as
                 # acquisition.
                 self.timings = {"fit_seconds": time.monotonic() - tic}
-                candidates, _ = model.optimize_eulbo(
-                    region, q=q, utility=self.utility, seed=seed_i
+                candidates, _ = optimize_eulbo(
+                    model, region, q=q, utility=self.utility, seed=seed_i
                 )
         self.diagnostics = model.diagnostics()
         if self.utility is None and q == 1:

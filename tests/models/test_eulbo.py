@@ -12,7 +12,7 @@ from gpytorch.mlls import VariationalELBO
 
 from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior
 from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim.turbo import kernel_lengthscale
+from botorch_ext.kernels.utils import kernel_lengthscale
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
 
