@@ -1,5 +1,6 @@
-r"""Expected log-utilities of the EULBO: soft improvement by quadrature or samples,
-and the one-shot soft KG.
+r"""Expected log-utilities of the EULBO: soft improvement and one-shot soft KG.
+
+The soft improvement is integrated by quadrature or samples.
 
 The EULBO [Maus2024eulbo]_ adds ``E_{q(f)} log u(x, f)`` to the SVGP's ELBO. For the
 soft improvement ``u = softplus((f(x) - y*) / tau)`` and ``q = 1`` the expectation
@@ -15,12 +16,11 @@ latent SVGP (``LatentSVGPModel``, e.g. ``EULBOModel``) on its transformed
 inducing points, the hyperparameters and the inputs; the model's methods of the
 same names call them.
 
-References
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian
-    Optimization. NeurIPS 2024.
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian
+        Optimization. NeurIPS 2024.
 """
 
 from __future__ import annotations

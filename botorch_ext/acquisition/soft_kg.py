@@ -7,15 +7,14 @@ conditional mean at each ``x'_i`` after a fantasy observation at each ``x_j``
 improvement over ``c+`` -> max over the ``q`` candidates, mean over the ``S``
 fantasies (``log_soft_kg``).
 
-References
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
-.. [Balandat2020botorch]
-    M. Balandat, B. Karrer, D. R. Jiang, S. Daulton, B. Letham, A. G. Wilson and
-    E. Bakshy. BoTorch: A Framework for Efficient Monte-Carlo Bayesian
-    Optimization. NeurIPS 2020.
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+    .. [Balandat2020botorch]
+        M. Balandat, B. Karrer, D. R. Jiang, S. Daulton, B. Letham, A. G. Wilson and
+        E. Bakshy. BoTorch: A Framework for Efficient Monte-Carlo Bayesian
+        Optimization. NeurIPS 2020.
 """
 
 from __future__ import annotations
@@ -329,6 +328,7 @@ class qLogSoftKGModelScale(qLogSoftKG):
     """
 
     def __init__(self, model: FantasyMeansModel, base_samples: Tensor) -> None:
+        r"""Use ``model.best_f()`` as ``c+``; see the class docstring for the args."""
         super().__init__(model=model, best_f=model.best_f(), base_samples=base_samples)
 
     def fantasy_means(self, X: Tensor) -> Tensor:

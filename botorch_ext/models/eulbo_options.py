@@ -1,13 +1,12 @@
 r"""Settings of the EULBO model's fits: ``EULBOOptions`` and the names it accepts.
 
-References
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
-.. [Titsias2009]
-    M. Titsias. Variational Learning of Inducing Variables in Sparse Gaussian
-    Processes. AISTATS 2009.
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+    .. [Titsias2009]
+        M. Titsias. Variational Learning of Inducing Variables in Sparse Gaussian
+        Processes. AISTATS 2009.
 """
 
 from __future__ import annotations

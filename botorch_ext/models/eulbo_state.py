@@ -1,19 +1,20 @@
-r"""How an ``EULBOModel`` starts: checked data, its kernel and likelihood, its
-inducing points, and the state carried over from the previous BO step.
+r"""How an ``EULBOModel`` starts, carried state from the previous BO step included.
+
+The pieces: checked data, the kernel and likelihood, the inducing points, and
+the state carried over from the previous model.
 
 Algorithm 1 of [Maus2024eulbo]_ starts each BO step from the previous step's
 ``w`` (inducing points, ``q(u)``, hyperparameters). The helpers here build that
 start for ``EULBOModel.__init__``; they never import the model (the model passes
 its previous instance, already checked to be an ``EULBOModel``).
 
-References
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
-.. [Moss2023ipa]
-    H. B. Moss, S. W. Ober and V. Picheny. Inducing Point Allocation for Sparse
-    Gaussian Processes in High-Throughput Bayesian Optimisation. AISTATS 2023.
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+    .. [Moss2023ipa]
+        H. B. Moss, S. W. Ober and V. Picheny. Inducing Point Allocation for Sparse
+        Gaussian Processes in High-Throughput Bayesian Optimisation. AISTATS 2023.
 """
 
 from __future__ import annotations

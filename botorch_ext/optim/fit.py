@@ -13,14 +13,13 @@ By default (``EULBOOptions.elbo_optimizer="auto"``) ``fit_elbo`` is
 epoch) the objective on a fixed check set (or the epoch's mean), then
 ``StoppingRule``; ``model.last_fit`` records the fit.
 
-References
-
-.. [Titsias2009]
-    M. Titsias. Variational Learning of Inducing Variables in Sparse Gaussian
-    Processes. AISTATS 2009.
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+References:
+    .. [Titsias2009]
+        M. Titsias. Variational Learning of Inducing Variables in Sparse Gaussian
+        Processes. AISTATS 2009.
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
 """
 
 from __future__ import annotations
@@ -54,6 +53,7 @@ class StoppingRule:
     """
 
     def __init__(self, patience: int, tol: float) -> None:
+        r"""Start with no value seen."""
         self.patience, self.tol = patience, tol
         self.best, self.stale = -math.inf, 0
 

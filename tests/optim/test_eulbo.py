@@ -7,8 +7,8 @@ from botorch.exceptions.warnings import OptimizationWarning
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import fit_elbo, optimize_eulbo
-from botorch_ext.optim.eulbo import eulbo, warm_start
+from botorch_ext.optim import eulbo, fit_elbo, optimize_eulbo
+from botorch_ext.optim.eulbo import warm_start
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
 
@@ -320,7 +320,7 @@ class TestJointPhaseOptions(BotorchTestCase):
                     t.copy_(torch.rand_like(t) if name == "x" else t + 0.5)
             return mock.Mock(step=1)
 
-        with mock.patch("botorch_ext.optim.eulbo.scipy_minimize", worse):
+        with mock.patch("botorch_ext.optim.joint_phase.scipy_minimize", worse):
             cand, value = optimize_eulbo(model, bounds, q=1, seed=0, refit=False)
         info = model.last_optimization
         self.assertEqual(value.item(), info["warm_start_value"])
@@ -381,7 +381,7 @@ class TestJointPhaseOptions(BotorchTestCase):
                 patch = _utility_nan_after(3)
             else:
                 patch = mock.patch(
-                    "botorch_ext.optim.eulbo.scipy_minimize",
+                    "botorch_ext.optim.joint_phase.scipy_minimize",
                     side_effect=NanError("cholesky_cpu: 36 of 36 elements are NaN"),
                 )
             with patch:
