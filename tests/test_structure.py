@@ -9,6 +9,7 @@ resolved, and ``from botorch_ext.x import y`` is an import of the submodule
 from __future__ import annotations
 
 import ast
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -128,6 +129,35 @@ class TestStructure(unittest.TestCase):
         graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
         self.assertEqual(find_cycles(graph), [("a", "b", "c")])
         self.assertEqual(find_cycles({"a": {"b"}, "b": set()}), [])
+
+    def test_the_helpers_read_private_relative_and_nested_imports(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pkg = Path(tmp) / "botorch_ext" / "sub"
+            pkg.mkdir(parents=True)
+            (pkg / "__init__.py").write_text("")
+            (pkg / "b.py").write_text("_hidden = 1\nVISIBLE = 2\n")
+            (pkg / "a.py").write_text(
+                "from typing import TYPE_CHECKING\n"
+                "from botorch_ext.sub.b import VISIBLE, __doc__\n"
+                "if TYPE_CHECKING:\n"
+                "    from . import c\n"
+                "def f():\n"
+                "    from .b import _hidden\n"
+            )
+            (pkg / "c.py").write_text("def g():\n    import botorch_ext.sub.a\n")
+            modules = {f"botorch_ext.sub.{n}": pkg / f"{n}.py" for n in ("a", "b", "c")}
+            modules["botorch_ext.sub"] = pkg / "__init__.py"
+            self.assertEqual(
+                private_imports(modules),
+                ["botorch_ext.sub.a: from botorch_ext.sub.b import _hidden"],
+            )
+            graph = import_graph(modules)
+            self.assertEqual(
+                graph["botorch_ext.sub.a"], {"botorch_ext.sub.b", "botorch_ext.sub.c"}
+            )
+            self.assertEqual(
+                find_cycles(graph), [("botorch_ext.sub.a", "botorch_ext.sub.c")]
+            )
 
     def test_imports_inside_functions_and_type_checking_count(self):
         modules = package_modules()
