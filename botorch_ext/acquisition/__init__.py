@@ -1,5 +1,8 @@
-r"""Reparameterized Monte Carlo acquisition functions from [Wilson2017reparam]_, and
-the one-shot soft knowledge gradient of [Maus2024eulbo]_.
+r"""Acquisition functions: reparameterized MC ones and the EULBO's soft KG.
+
+The reparameterized Monte Carlo acquisition functions of [Wilson2017reparam]_,
+the one-shot soft knowledge gradient of [Maus2024eulbo]_ and the EULBO's
+expected log utilities.
 
 Importing this package registers an input constructor for every class with
 ``botorch.acquisition.input_constructors``.

@@ -1,5 +1,8 @@
-r"""GPyTorch kernels: BOCK's cylindrical kernel [Oh2018bock]_ and an isotropic
-RBF kernel under BoTorch's dimension-scaled prior."""
+r"""GPyTorch kernels and kernel helpers.
+
+BOCK's cylindrical kernel [Oh2018bock]_, an isotropic RBF kernel under
+BoTorch's dimension-scaled prior, and ``kernel_lengthscale``.
+"""
 
 from botorch_ext.kernels.cylindrical import CylindricalKernel
 from botorch_ext.kernels.dim_scaled import (

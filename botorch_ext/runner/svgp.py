@@ -1,6 +1,8 @@
-r"""The SVGP methods of [Maus2024eulbo]_ in the runner (``SVGPMethod``): EULBO or
-ELBO fitting of an ``EULBOModel`` carried from one iteration to the next,
-optionally in a TuRBO trust region."""
+r"""The SVGP methods of [Maus2024eulbo]_ in the runner (``SVGPMethod``).
+
+EULBO or ELBO fitting of an ``EULBOModel`` carried from one iteration to the
+next, optionally in a TuRBO trust region.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +28,9 @@ from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
 
 
 class SVGPMethod:
-    r"""The SVGP methods of [Maus2024eulbo]_: EULBO or ELBO fitting, optionally in
-    a TuRBO trust region.
+    r"""The SVGP methods of [Maus2024eulbo]_: EULBO or ELBO fitting.
+
+    Optionally in a TuRBO trust region.
 
     A registered object, not a plain function, because these methods carry state
     from one BO iteration to the next: ``new_run()`` returns a fresh callable per
@@ -74,6 +77,7 @@ class SVGPMethod:
         model_kwargs: dict | None = None,
         kernel: Callable[[int], Kernel] | None = None,
     ) -> None:
+        r"""Store the settings; see the class docstring for the args."""
         self.utility = utility
         self.kernel = kernel
         self.turbo = turbo
@@ -81,6 +85,7 @@ class SVGPMethod:
         self.model_kwargs = dict(model_kwargs or {})
 
     def new_run(self) -> Method:
+        r"""A fresh run that carries its model from one iteration to the next."""
         # A copy per run: a kernel passed as `covar_module` holds fitted state.
         return _SVGPRun(
             self.utility,
@@ -91,6 +96,7 @@ class SVGPMethod:
         )
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        r"""Propose ``q`` points as the first iteration of a fresh run would."""
         # Without run state (a direct call), behave as the first iteration.
         return self.new_run()(train_X, train_Y, bounds, q, seed, options)
 
