@@ -8,6 +8,7 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.utils.testing import BotorchTestCase
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
+from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior as ard
 from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import fit_elbo
 from botorch_ext.optim.fit import (
@@ -18,6 +19,9 @@ from botorch_ext.optim.fit import (
 )
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
+
+# These tests compare with BoTorch's ARD kernel (SingleTaskGP's) or read its
+# per-dimension lengthscales, so they pass it instead of the isotropic default.
 
 
 class TestFitELBO(BotorchTestCase):
@@ -33,7 +37,9 @@ class TestFitELBO(BotorchTestCase):
             rmse_gp = (gp.posterior(X).mean - Y).pow(2).mean().sqrt().item()
         for optimizer in ("adam", "lbfgs"):
             options = EULBOOptions(elbo_optimizer=optimizer)
-            model = EULBOModel(X, Y, num_inducing_points=40, options=options)
+            model = EULBOModel(
+                X, Y, num_inducing_points=40, options=options, covar_module=ard(2)
+            )
             fit_elbo(model, seed=0)
             self.assertLess(model.likelihood.noise.item(), 1e-2)
             self.assertTrue(model.last_fit["converged"])
@@ -123,7 +129,7 @@ class TestFitELBO(BotorchTestCase):
 class TestCollapsedELBO(BotorchTestCase):
     def _model(self, dtype, n=50, m=15):
         X, Y = _data(n=n, d=3, dtype=dtype, seed=4)
-        model = EULBOModel(X, Y, num_inducing_points=m)
+        model = EULBOModel(X, Y, num_inducing_points=m, covar_module=ard(3))
         with torch.no_grad():
             model.model.covar_module.lengthscale = torch.tensor([0.3, 0.5, 0.8])
             model.likelihood.noise = torch.tensor([0.03])
@@ -187,7 +193,11 @@ class TestCollapsedELBO(BotorchTestCase):
         for dtype in (torch.float, torch.double):
             options = EULBOOptions(elbo_optimizer="lbfgs")
             model = EULBOModel(
-                X.to(dtype), Y.to(dtype), num_inducing_points=30, options=options
+                X.to(dtype),
+                Y.to(dtype),
+                num_inducing_points=30,
+                options=options,
+                covar_module=ard(2),
             )
             value = fit_elbo(model)
             self.assertEqual(model.last_fit["elbo"], value)
@@ -213,8 +223,8 @@ class TestCollapsedELBO(BotorchTestCase):
         # Both optimizers maximize the same ELBO; L-BFGS ends at least as high
         # as the Adam rule, at a point where the gradient in (Z, theta) vanishes.
         X, Y = _data(n=60, d=2, seed=6)
-        adam = EULBOModel(X, Y, num_inducing_points=20)
-        lbfgs = EULBOModel(X, Y, num_inducing_points=20)
+        adam = EULBOModel(X, Y, num_inducing_points=20, covar_module=ard(2))
+        lbfgs = EULBOModel(X, Y, num_inducing_points=20, covar_module=ard(2))
         lbfgs.load_state_dict(adam.state_dict())
         fit_elbo(adam)
         value = fit_elbo_collapsed(lbfgs)
@@ -239,7 +249,7 @@ class TestCollapsedELBO(BotorchTestCase):
 
         X, Y = _data(n=30)
         for failure in ("raise", "nan-error", "nan"):
-            model = EULBOModel(X, Y, num_inducing_points=10)
+            model = EULBOModel(X, Y, num_inducing_points=10, covar_module=ard(2))
             before = {k: v.clone() for k, v in model.state_dict().items()}
             calls = {"n": 0}
 
