@@ -2,7 +2,7 @@ r"""Fitting an ``EULBOModel`` by its ELBO: L-BFGS on the collapsed bound, or Ada
 
 This module is to ``EULBOModel`` what ``botorch.optim.fit`` is to BoTorch's
 models: the function that fits the model, kept beside the model, which never
-imports it. The joint EULBO optimization (``botorch_ext.optim.eulbo``) reuses
+imports it. The joint EULBO optimization (``botorch_ext.optim.joint_phase``) reuses
 its minibatch, check-set and w-step helpers and its stopping rule.
 
 By default (``EULBOOptions.elbo_optimizer="auto"``) ``fit_elbo`` is

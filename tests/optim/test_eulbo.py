@@ -8,7 +8,7 @@ from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import eulbo, fit_elbo, optimize_eulbo
-from botorch_ext.optim.eulbo import warm_start
+from botorch_ext.optim.optimize import warm_start
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
 
@@ -76,7 +76,7 @@ class TestOptimizeEULBO(BotorchTestCase):
             Y = torch.sin(6 * X) - (X - 0.3) ** 2  # one maximum, near x = 0.26
             model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=options)
             bounds = torch.tensor([[0.0], [1.0]], **tkw)
-            with mock.patch("botorch_ext.optim.eulbo.warm_start", displaced):
+            with mock.patch("botorch_ext.optim.optimize.warm_start", displaced):
                 cand, value = optimize_eulbo(model, bounds, q=1, seed=0)
             start = model.last_optimization["warm_start_candidates"]
             grid = torch.linspace(0, 1, 201, **tkw).unsqueeze(-1)  # step 0.005
