@@ -16,7 +16,7 @@ from botorch_ext.acquisition.eulbo_utilities import (
     mc_log_soft_improvement,
 )
 from botorch_ext.acquisition.probability_of_improvement import qLogSoftPI, qSoftPI
-from botorch_ext.acquisition.soft_kg import qLogSoftKG, qLogSoftKGModelScale
+from botorch_ext.acquisition.soft_kg import qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "mc_log_soft_improvement",
     "qES",
     "qLogSoftKG",
-    "qLogSoftKGModelScale",
     "qLogSoftPI",
     "qSoftPI",
     "qUCB",

@@ -150,7 +150,7 @@ class TestOptimizeEULBO(BotorchTestCase):
 
     def test_kg_warm_start_acquisition_is_the_eulbo_term(self):
         # The warm start optimizes exactly the model's soft-KG term.
-        from botorch_ext.acquisition import qLogSoftKGModelScale
+        from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale
 
         X, Y = _data()
         model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
