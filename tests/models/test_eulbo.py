@@ -249,7 +249,9 @@ class TestFittingAndCarriedState(BotorchTestCase):
             # Before any fit, the carried q(u) predicts the same mean in the
             # original units (the affine map of the standardization is exact for
             # the mean) and the noise in original units is unchanged.
-            test = torch.rand(7, 2, dtype=dtype)
+            # Fixed points: the float32 error varies with the points.
+            gen = torch.Generator().manual_seed(0)
+            test = torch.rand(7, 2, generator=gen, dtype=dtype)
             with torch.no_grad():
                 before = model.posterior(test).mean
                 after = nxt.posterior(test).mean
