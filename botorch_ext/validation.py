@@ -67,7 +67,7 @@ def check_bounds(name: str, bounds: Tensor, d: int | None = None) -> None:
     ``lower < upper`` in every column.
 
     The one rule for every box the package is given (``draw_representer_points``,
-    ``EULBOModel.optimize_eulbo``, ...): row 0 holds the lower and row 1 the upper
+    ``optimize_eulbo``, ...): row 0 holds the lower and row 1 the upper
     bounds, as for ``optimize_acqf``. Lower must lie strictly below upper: a
     zero-width dimension is a fixed feature (``optimize_acqf``'s
     ``fixed_features``), not a box, and Ax's ``RangeParameter`` rejects it too.

@@ -257,7 +257,7 @@ class TestEULBOModelInAx(BotorchTestCase):
             model = _generator(client).surrogate.model
             self.assertIsInstance(model, EULBOModel)
             self.assertIsNot(model, previous)
-            # Fitted by Ax's fit_botorch_model -> EULBOModel.fit_elbo.
+            # Fitted by Ax's fit_botorch_model -> botorch_ext.optim.fit_elbo.
             self.assertGreater(model.last_fit["steps"], 0)
             self.assertEqual(model.options, OPTIONS)
             self.assertEqual(model.num_inducing_points, 8)
@@ -548,9 +548,9 @@ class TestSurrogateHooks(BotorchTestCase):
         for mll_class, options in ((PredictiveLogLikelihood, {}), (None, {"beta": 2})):
             with self.assertRaisesRegex(UnsupportedError, "EULBOModel"):
                 hooks.fit_variational_gp(eulbo, mll_class, options)
-        with mock.patch.object(EULBOModel, "fit_elbo") as fit_elbo:
+        with mock.patch("botorch_ext.ax.surrogate.fit_elbo") as fit_elbo:
             hooks.fit_variational_gp(eulbo, ExactMarginalLogLikelihood)
-        fit_elbo.assert_called_once_with()
+        fit_elbo.assert_called_once_with(eulbo)
 
     def test_fit_raises_the_variational_bound(self):
         from functools import partial
@@ -671,9 +671,10 @@ class TestEULBOAcquisition(BotorchTestCase):
     def test_maximized_objective_runs_the_joint_step_on_the_surrogate_model(self):
         surrogate, acquisition = self._acquisition(options={"utility": "ei"})
         model = surrogate.model
-        joint_step = EULBOModel.optimize_eulbo
-        with mock.patch.object(
-            EULBOModel, "optimize_eulbo", autospec=True, side_effect=joint_step
+        from botorch_ext.optim import optimize_eulbo
+
+        with mock.patch(
+            "botorch_ext.ax.acquisition.optimize_eulbo", side_effect=optimize_eulbo
         ) as joint:
             X, value, weights = acquisition.optimize(n=2, search_space_digest=_digest())
         args, kwargs = joint.call_args

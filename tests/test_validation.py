@@ -90,6 +90,7 @@ class TestValidation(BotorchTestCase):
         # message; lower == upper used to pass EULBO's own check.
         from botorch_ext.acquisition import draw_representer_points
         from botorch_ext.models import EULBOModel, EULBOOptions
+        from botorch_ext.optim import optimize_eulbo
         from tests.acquisition.helpers import make_gp
 
         flat = torch.tensor([[0.0, 0.3], [1.0, 0.3]], dtype=torch.double)
@@ -101,4 +102,4 @@ class TestValidation(BotorchTestCase):
             X, X.sum(-1, keepdim=True), num_inducing_points=4, options=EULBOOptions()
         )
         with self.assertRaisesRegex(ValueError, message):
-            model.optimize_eulbo(flat)
+            optimize_eulbo(model, flat)

@@ -34,6 +34,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood, VariationalELBO
 from scipy.optimize import minimize
 
 from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.optim import fit_elbo
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import environment  # noqa: E402
@@ -132,7 +133,7 @@ def main() -> None:
             if name.startswith("L-BFGS"):
                 steps = f"({lbfgs(model, maxiter)} L-BFGS iterations)"
             else:
-                model.fit_elbo(seed=0)
+                fit_elbo(model, seed=0)
                 steps = model.last_fit["steps"]
             print(
                 f"| {n} | {name} | {full_elbo(model):.3f} | "

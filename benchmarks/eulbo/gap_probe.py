@@ -97,7 +97,7 @@ def _elbo(model):
     model.train()
     n = model.train_X_full.shape[-2]
     with torch.no_grad():
-        value = model._elbo(model.train_X_full, model.train_Y_std).item()
+        value = model.elbo(model.train_X_full, model.train_Y_std).item()
     model.eval()
     return value / n if model.elbo_scale == "sum" else value
 

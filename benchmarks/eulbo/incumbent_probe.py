@@ -42,6 +42,7 @@ from botorch.acquisition import qLogNoisyExpectedImprovement
 from botorch.optim import optimize_acqf
 
 from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.optim import fit_elbo
 from botorch_ext.runner.methods import get_method
 from botorch_ext.runner.options import iteration_seed
 from botorch_ext.runner.problems import get_problem
@@ -94,7 +95,7 @@ def main() -> None:
                 )
             else:
                 model = model.carry_over(Xn, Yn)
-            model.fit_elbo(seed=seed_i)
+            fit_elbo(model, seed=seed_i)
             if n not in checkpoints:
                 continue
             logged = float(rows[n]["model_noise"])  # the row proposed from n points

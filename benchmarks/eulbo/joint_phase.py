@@ -54,7 +54,7 @@ from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_ext.models import EULBOOptions
-from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
+from botorch_ext.optim import ignore_optimize_acqf_retry_warnings, optimize_eulbo
 from botorch_ext.runner.loop import initial_design
 from botorch_ext.runner.methods import MethodOptions, get_method
 from botorch_ext.runner.problems import get_problem
@@ -132,17 +132,18 @@ def main() -> None:
                         model.options = dataclasses.replace(model.options, **value)
                     else:
                         setattr(model, key, value)
-                # Skip the ELBO fit (already converged in `base`): patch it out so
-                # the joint phase starts exactly from the ELBO-SVGP state.
-                model.fit_elbo = lambda seed=0: None
+                # Skip the ELBO fit (already converged in `base`), so the joint
+                # phase starts exactly from the ELBO-SVGP state.
                 before = copy.deepcopy(model)
                 torch.manual_seed(seed * 100_003 + len(X))
                 tic = time.monotonic()
-                x_eulbo, _ = model.optimize_eulbo(
+                x_eulbo, _ = optimize_eulbo(
+                    model,
                     problem.bounds,
                     q=1,
                     utility=args.utility,
                     seed=seed * 100_003 + len(X),
+                    refit=False,
                 )
                 seconds = time.monotonic() - tic
                 info = model.last_optimization

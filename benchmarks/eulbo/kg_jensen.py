@@ -26,6 +26,7 @@ import torch
 from botorch.test_functions import Hartmann
 
 from botorch_ext.models import EULBOModel
+from botorch_ext.optim import optimize_eulbo
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import environment  # noqa: E402
@@ -43,7 +44,7 @@ def main() -> None:
     Y = f(X).unsqueeze(-1)
     model = EULBOModel(X, Y)
     bounds = torch.stack([torch.zeros(6), torch.ones(6)]).double()
-    cand, _ = model.optimize_eulbo(bounds, utility="kg", seed=args.seed)
+    cand, _ = optimize_eulbo(model, bounds, utility="kg", seed=args.seed)
     fp = model.last_optimization["fantasy_points"]
     eps = torch.randn(
         fp.shape[0], 1, generator=torch.Generator().manual_seed(0), dtype=torch.float64

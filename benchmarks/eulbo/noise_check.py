@@ -37,6 +37,7 @@ from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_ext.models import EULBOModel
+from botorch_ext.optim import fit_elbo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
@@ -75,7 +76,7 @@ def main() -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 svgp = EULBOModel(X[:n], Y[:n], args.num_inducing_points)
-                svgp.fit_elbo()
+                fit_elbo(svgp)
             # Row n - 1 is the evaluation chosen by the model fitted on n - 1
             # points; the model fitted on n points chose row n.
             logged = rows[n]["model_noise"] if n < len(rows) else ""

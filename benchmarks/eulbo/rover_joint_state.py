@@ -26,6 +26,7 @@ import warnings
 import torch
 
 from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.optim import fit_elbo, optimize_eulbo
 from botorch_ext.runner.problems import get_problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,7 +73,7 @@ def main() -> None:
                 ),
             )
             tic = time.monotonic()
-            model.fit_elbo(seed=args.seed)
+            fit_elbo(model, seed=args.seed)
             fitted[fit] = (model, time.monotonic() - tic)
         base, fit_seconds = fitted[fit]
         model = copy.deepcopy(base)
@@ -84,9 +85,10 @@ def main() -> None:
             joint_optimizer=joint,
             joint_parameters=blocks,
         )
-        model.fit_elbo = lambda seed=0: None
         tic = time.monotonic()
-        candidates, value = model.optimize_eulbo(bounds, q=args.q, seed=args.seed + 1)
+        candidates, value = optimize_eulbo(
+            model, bounds, q=args.q, seed=args.seed + 1, refit=False
+        )
         seconds = time.monotonic() - tic
         info = model.last_optimization
         row = {

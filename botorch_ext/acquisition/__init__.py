@@ -1,5 +1,8 @@
-r"""Reparameterized Monte Carlo acquisition functions from [Wilson2017reparam]_, and
-the one-shot soft knowledge gradient of [Maus2024eulbo]_.
+r"""Acquisition functions: reparameterized MC ones and the EULBO's soft KG.
+
+The reparameterized Monte Carlo acquisition functions of [Wilson2017reparam]_,
+the one-shot soft knowledge gradient of [Maus2024eulbo]_ and the EULBO's
+expected log utilities.
 
 Importing this package registers an input constructor for every class with
 ``botorch.acquisition.input_constructors``.
@@ -7,12 +10,20 @@ Importing this package registers an input constructor for every class with
 
 from botorch_ext.acquisition import input_constructors  # noqa: F401  (registers)
 from botorch_ext.acquisition.entropy_search import draw_representer_points, qES
+from botorch_ext.acquisition.eulbo_utilities import (
+    expected_log_soft_improvement,
+    gauss_hermite_normal,
+    mc_log_soft_improvement,
+)
 from botorch_ext.acquisition.probability_of_improvement import qLogSoftPI, qSoftPI
 from botorch_ext.acquisition.soft_kg import qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
 
 __all__ = [
     "draw_representer_points",
+    "expected_log_soft_improvement",
+    "gauss_hermite_normal",
+    "mc_log_soft_improvement",
     "qES",
     "qLogSoftKG",
     "qLogSoftPI",

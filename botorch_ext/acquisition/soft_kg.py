@@ -7,18 +7,19 @@ conditional mean at each ``x'_i`` after a fantasy observation at each ``x_j``
 improvement over ``c+`` -> max over the ``q`` candidates, mean over the ``S``
 fantasies (``log_soft_kg``).
 
-References
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
-.. [Balandat2020botorch]
-    M. Balandat, B. Karrer, D. R. Jiang, S. Daulton, B. Letham, A. G. Wilson and
-    E. Bakshy. BoTorch: A Framework for Efficient Monte-Carlo Bayesian
-    Optimization. NeurIPS 2020.
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+    .. [Balandat2020botorch]
+        M. Balandat, B. Karrer, D. R. Jiang, S. Daulton, B. Letham, A. G. Wilson and
+        E. Bakshy. BoTorch: A Framework for Efficient Monte-Carlo Bayesian
+        Optimization. NeurIPS 2020.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import torch
 from botorch.acquisition.acquisition import OneShotAcquisitionFunction
@@ -125,9 +126,9 @@ class qLogSoftKG(OneShotAcquisitionFunction):
     a rank-one Gaussian update (``one_shot_fantasy_means``). ``c+`` is the
     paper's ``y+`` (the best observed value), the softplus temperature ``tau``
     is 1 on the paper's standardized scale. This is the utility term of the
-    KG-EULBO; ``EULBOModel.optimize_eulbo(utility="kg")`` maximizes it jointly
-    with the SVGP fit, and this class is the same quantity for a fixed model,
-    which is how that method warm-starts.
+    KG-EULBO; ``botorch_ext.optim.optimize_eulbo(model, bounds, utility="kg")``
+    maximizes it jointly with the SVGP fit, and this class is the same quantity
+    for a fixed model.
 
     Like BoTorch's ``qKnowledgeGradient`` the inputs are
     ``batch_shape x (q + S) x d`` (``get_augmented_q_batch_size``), and
@@ -291,3 +292,45 @@ class qLogSoftKG(OneShotAcquisitionFunction):
             A ``batch_shape`` tensor of values.
         """
         return log_soft_kg(self.fantasy_means(X), self.best_f, self.tau)
+
+
+class FantasyMeansModel(Protocol):
+    r"""A model that computes its own one-shot KG conditional means (``EULBOModel``)."""
+
+    def best_f(self) -> Tensor:
+        r"""The incumbent ``c+`` on the model's own (transformed) scale."""
+        ...
+
+    def fantasy_means(self, X: Tensor, base_samples: Tensor) -> Tensor:
+        r"""The ``batch_shape x S x q`` means ``E[f(x'_i) | D, (x_j, y_ij)]``."""
+        ...
+
+
+class qLogSoftKGModelScale(qLogSoftKG):
+    r"""``qLogSoftKG`` on a model's own transformed scale, with its own fantasy means.
+
+    The EULBO's soft-KG term [Maus2024eulbo]_ is defined on the model's
+    transformed (standardized) outcomes with ``c+ = y+`` (``model.best_f()``)
+    and temperature 1, with the conditional means of the model's latent SVGP
+    (``model.fantasy_means``). This acquisition function is that term, so that
+    ``optimize_acqf`` can warm-start the joint EULBO optimization on exactly
+    the EULBO's objective for any outcome transform. Inputs are
+    ``batch x (q + S) x d``: candidates, then the free points.
+
+    Example:
+        >>> acqf = qLogSoftKGModelScale(model, base_samples=torch.randn(32, 1))
+        >>> value = acqf(torch.rand(4, 33, 2))
+
+    Args:
+        model: A ``FantasyMeansModel`` that is also a BoTorch ``Model``, e.g.
+            ``EULBOModel``.
+        base_samples: ``S x q`` standard normal draws, fixed.
+    """
+
+    def __init__(self, model: FantasyMeansModel, base_samples: Tensor) -> None:
+        r"""Use ``model.best_f()`` as ``c+``; see the class docstring for the args."""
+        super().__init__(model=model, best_f=model.best_f(), base_samples=base_samples)
+
+    def fantasy_means(self, X: Tensor) -> Tensor:
+        r"""The model's own conditional means at ``X`` (``batch x (q + S) x d``)."""
+        return self.model.fantasy_means(X, self.base_samples)

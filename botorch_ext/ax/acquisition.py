@@ -9,7 +9,7 @@ the candidates ``x`` and the variational state ``w`` together on
 
     L_ELBO(w) + E_{q_w(f)} log u(x, f).
 
-``EULBOAcquisition`` replaces Ax's optimizer by ``EULBOModel.optimize_eulbo``
+``EULBOAcquisition`` replaces Ax's optimizer by ``botorch_ext.optim.optimize_eulbo``
 (a warm start by ``optimize_acqf`` on the matching acquisition, then the joint
 steps), with the utility chosen in Ax's ``acquisition_options``: ``"ei"`` (soft
 improvement) or ``"kg"`` (one-shot soft knowledge gradient). The Ax
@@ -53,6 +53,7 @@ from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
 from botorch_ext.models import EULBOModel
+from botorch_ext.optim import optimize_eulbo
 
 #: The utilities of the joint step (``acquisition_options={"utility": ...}``).
 UTILITIES = ("ei", "kg")
@@ -203,8 +204,8 @@ class EULBOAcquisition(Acquisition):
         bounds = torch.tensor(
             search_space_digest.bounds, dtype=model.train_Y_std.dtype
         ).t()
-        candidates, value = model.optimize_eulbo(
-            bounds, q=n, utility=self.utility, seed=self.seed
+        candidates, value = optimize_eulbo(
+            model, bounds, q=n, utility=self.utility, seed=self.seed
         )
         candidates = candidates.detach()
         if rounding_func is not None:

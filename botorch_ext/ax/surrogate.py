@@ -32,8 +32,9 @@ BoTorch's ``SingleTaskVariationalGP`` and for ``EULBOModel``:
   ``num_data`` set to the current number of observations. Ax fills in
   ``ExactMarginalLogLikelihood`` when no ``mll_class`` is given; for these
   models it means GPyTorch's ``VariationalELBO``. ``EULBOModel`` is fitted by
-  its own ``fit_elbo`` (minibatch Adam with the stopping rule of its
-  ``EULBOOptions``, the fit Algorithm 1 uses); ``SingleTaskVariationalGP`` by
+  ``botorch_ext.optim.fit_elbo`` (by default L-BFGS on the collapsed bound
+  while ``n <= lbfgs_max_n``, else minibatch Adam, as its ``EULBOOptions``
+  say); ``SingleTaskVariationalGP`` by
   BoTorch's ``fit_gpytorch_mll`` with any of the approximate bounds in
   ``APPROXIMATE_MLLS``.
 
@@ -77,6 +78,7 @@ from gpytorch.mlls import (
 from torch import Tensor
 
 from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.optim import fit_elbo
 
 #: The variational bounds that fit a ``SingleTaskVariationalGP`` in Ax.
 APPROXIMATE_MLLS = (
@@ -285,7 +287,7 @@ def fit_variational_gp(
     The bound is ``mll_class(model.likelihood, model.model, num_data=n, **
     mll_options)`` with ``n`` the current number of observations (Ax's default
     ``ExactMarginalLogLikelihood`` stands for ``VariationalELBO``).
-    ``EULBOModel`` is fitted by ``model.fit_elbo()`` (settings in its
+    ``EULBOModel`` is fitted by ``fit_elbo(model)`` (settings in its
     ``options``), which needs the ``VariationalELBO`` without ``mll_options``;
     other models by BoTorch's ``fit_gpytorch_mll``.
 
@@ -317,7 +319,7 @@ def fit_variational_gp(
                 "`model_options['options']` (EULBOOptions); got `mll_class` "
                 f"{mll_class.__name__} and `mll_options` {mll_options}."
             )
-        model.fit_elbo()
+        fit_elbo(model)
         model.eval()
         return
     mll_options.setdefault("num_data", model.model.train_targets.shape[-1])

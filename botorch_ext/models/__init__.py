@@ -1,17 +1,10 @@
-r"""Models: the approximation-aware SVGP of [Maus2024eulbo]_ and its utilities."""
+r"""Models: the approximation-aware SVGP of [Maus2024eulbo]_ and its settings."""
 
-from botorch_ext.models.eulbo import ELBO_SCALES, EULBOModel, EULBOOptions
-from botorch_ext.models.utilities import (
-    expected_log_soft_improvement,
-    gauss_hermite_normal,
-    mc_log_soft_improvement,
-)
+from botorch_ext.models.eulbo import EULBOModel
+from botorch_ext.models.eulbo_options import ELBO_SCALES, EULBOOptions
 
 __all__ = [
     "ELBO_SCALES",
     "EULBOModel",
     "EULBOOptions",
-    "expected_log_soft_improvement",
-    "gauss_hermite_normal",
-    "mc_log_soft_improvement",
 ]

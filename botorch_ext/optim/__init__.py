@@ -1,10 +1,12 @@
-r"""Optimization helpers: TuRBO trust regions, the ELBO fit and the joint EULBO
-optimization of an ``EULBOModel`` (kept beside the model, as BoTorch keeps
-``fit_gpytorch_mll`` and ``optimize_acqf`` beside its models), and warning
-filters for ``optimize_acqf``."""
+r"""Optimization: EULBO fits, TuRBO trust regions, ``optimize_acqf`` warning filters.
 
-from botorch_ext.optim.eulbo import optimize_eulbo
+The ELBO fit and the joint EULBO optimization of an ``EULBOModel`` are
+functions that take the model, as BoTorch's ``fit_gpytorch_mll`` takes an MLL.
+"""
+
 from botorch_ext.optim.fit import fit_elbo
+from botorch_ext.optim.joint_phase import eulbo
+from botorch_ext.optim.optimize import optimize_eulbo
 from botorch_ext.optim.turbo import TurboState
 from botorch_ext.optim.utils import (
     OPTIMIZE_ACQF_RETRY_MESSAGE,
@@ -14,6 +16,7 @@ from botorch_ext.optim.utils import (
 __all__ = [
     "OPTIMIZE_ACQF_RETRY_MESSAGE",
     "TurboState",
+    "eulbo",
     "fit_elbo",
     "ignore_optimize_acqf_retry_warnings",
     "optimize_eulbo",

@@ -1,30 +1,25 @@
-r"""Fitting an ``EULBOModel`` by its ELBO: minibatch Adam with a stopping rule.
+r"""Fitting an ``EULBOModel`` by its ELBO: L-BFGS on the collapsed bound, or Adam.
 
 This module is to ``EULBOModel`` what ``botorch.optim.fit`` is to BoTorch's
-models: the loop that fits the model, kept beside the model rather than inside
-it. ``EULBOModel.fit_elbo`` calls ``fit_elbo``; the joint EULBO optimization
-(``botorch_ext.optim.eulbo``) reuses its minibatch, check-set and w-step helpers
-and its stopping rule.
+models: the function that fits the model, kept beside the model, which never
+imports it. The joint EULBO optimization (``botorch_ext.optim.joint_phase``) reuses
+its minibatch, check-set and w-step helpers and its stopping rule.
 
-Data path of one fit: the model's current state (a carried-over ``w`` or the
-closed-form ``q(u)``) -> Adam steps on minibatch ELBOs (``_w_step``, gradient
-norm clipped) -> every round (``check_every`` steps, or one epoch) the
-objective on a fixed check set (or the epoch's mean) -> ``_StoppingRule`` ->
-``model.last_fit``.
+By default (``EULBOOptions.elbo_optimizer="auto"``) ``fit_elbo`` is
+``fit_elbo_collapsed`` while ``n <= lbfgs_max_n``: full-batch L-BFGS on
+``collapsed_elbo``, the ELBO with ``q(u)`` at its closed-form optimum
+[Titsias2009]_. Above, or with ``"adam"``: Adam steps on minibatch ELBOs
+(``w_step``, gradient norm clipped), every round (``check_every`` steps, or one
+epoch) the objective on a fixed check set (or the epoch's mean), then
+``StoppingRule``; ``model.last_fit`` records the fit.
 
-``fit_elbo_collapsed`` is the alternative optimizer (``EULBOOptions(
-elbo_optimizer="lbfgs")``): full-batch L-BFGS on ``collapsed_elbo``, the ELBO with
-``q(u)`` at its closed-form optimum.
-
-References
-
-.. [Titsias2009]
-    M. Titsias. Variational Learning of Inducing Variables in Sparse Gaussian
-    Processes. AISTATS 2009.
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+References:
+    .. [Titsias2009]
+        M. Titsias. Variational Learning of Inducing Variables in Sparse Gaussian
+        Processes. AISTATS 2009.
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
 """
 
 from __future__ import annotations
@@ -38,24 +33,39 @@ import torch
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import Tensor
 
-if TYPE_CHECKING:  # the model imports this module, not the other way round
+if TYPE_CHECKING:
     from botorch_ext.models.eulbo import EULBOModel
 
-#: Stopping rules of ``EULBOOptions.convergence``.
-CONVERGENCE_RULES = ("steps", "epochs")
-#: Optimizers of ``EULBOOptions.elbo_optimizer``.
-ELBO_OPTIMIZERS = ("auto", "adam", "lbfgs")
 
+class StoppingRule:
+    r"""Stop after ``patience`` rounds without an improvement larger than ``tol``.
 
-class _StoppingRule:
-    r"""Stop after ``patience`` rounds without an improvement larger than ``tol``."""
+    The first value always counts as an improvement.
+
+    Example:
+        >>> rule = StoppingRule(patience=2, tol=0.1)
+        >>> [rule.update(v) for v in (1.0, 1.05, 1.08)]
+        [False, False, True]
+
+    Args:
+        patience: Rounds in a row without progress before stopping.
+        tol: Smallest improvement that counts as progress.
+    """
 
     def __init__(self, patience: int, tol: float) -> None:
+        r"""Start with no value seen."""
         self.patience, self.tol = patience, tol
         self.best, self.stale = -math.inf, 0
 
     def update(self, value: float) -> bool:
-        r"""Record a round's value; return True when the fit should stop."""
+        r"""Record a round's value.
+
+        Args:
+            value: The round's objective (per datum).
+
+        Returns:
+            True when the fit should stop.
+        """
         if value > self.best + self.tol or self.best == -math.inf:
             self.best, self.stale = max(value, self.best), 0
         else:
@@ -63,33 +73,78 @@ class _StoppingRule:
         return self.stale >= self.patience
 
 
-def _minibatches(model: EULBOModel, generator: torch.Generator) -> list[Tensor]:
-    r"""One epoch of shuffled minibatch indices."""
+def minibatches(model: EULBOModel, generator: torch.Generator) -> list[Tensor]:
+    r"""One epoch of shuffled minibatch indices of ``options.batch_size``.
+
+    Example:
+        >>> batches = minibatches(model, torch.Generator().manual_seed(0))
+
+    Args:
+        model: An ``EULBOModel``.
+        generator: The generator of the shuffle.
+
+    Returns:
+        Index tensors covering all training points once.
+    """
     n = model.train_X_full.shape[-2]
     perm = torch.randperm(n, generator=generator)
     return list(perm.split(model.options.batch_size))
 
 
-def _minibatch_stream(
-    model: EULBOModel, generator: torch.Generator
-) -> Iterator[Tensor]:
-    r"""Reshuffled minibatches, epoch after epoch (Appendix A)."""
+def minibatch_stream(model: EULBOModel, generator: torch.Generator) -> Iterator[Tensor]:
+    r"""Reshuffled minibatches, epoch after epoch (Appendix A of [Maus2024eulbo]_).
+
+    Example:
+        >>> idx = next(minibatch_stream(model, torch.Generator().manual_seed(0)))
+
+    Args:
+        model: An ``EULBOModel``.
+        generator: The generator of the shuffles (drawn from lazily).
+
+    Yields:
+        Index tensors of minibatches.
+    """
     while True:
-        yield from _minibatches(model, generator)
+        yield from minibatches(model, generator)
 
 
-def _check_set(model: EULBOModel, generator: torch.Generator) -> Tensor:
-    r"""The fixed check set: all data, or ``check_size`` random points."""
+def check_set(model: EULBOModel, generator: torch.Generator) -> Tensor:
+    r"""The fixed check set: all data, or ``options.check_size`` random points.
+
+    Reason: a fixed set makes the stopping criterion a deterministic function
+    of the parameters rather than minibatch noise.
+
+    Example:
+        >>> idx = check_set(model, torch.Generator().manual_seed(0))
+
+    Args:
+        model: An ``EULBOModel``.
+        generator: The generator of the random subset.
+
+    Returns:
+        Indices of the check set.
+    """
     n = model.train_X_full.shape[-2]
     if n <= model.options.check_size:
         return torch.arange(n)
     return torch.randperm(n, generator=generator)[: model.options.check_size]
 
 
-def _check_elbo(model: EULBOModel, idx: Tensor) -> Tensor:
-    r"""The ELBO (on ``elbo_scale``) estimated on the fixed check set."""
+def check_elbo(model: EULBOModel, idx: Tensor) -> Tensor:
+    r"""The ELBO (on ``elbo_scale``) estimated on the fixed check set, no gradient.
+
+    Example:
+        >>> value = check_elbo(model, check_set(model, generator))
+
+    Args:
+        model: An ``EULBOModel``.
+        idx: Indices of the check set.
+
+    Returns:
+        A scalar tensor.
+    """
     with torch.no_grad():
-        return model._elbo(model.train_X_full[idx], model.train_Y_std[idx])
+        return model.elbo(model.train_X_full[idx], model.train_Y_std[idx])
 
 
 def _w_parameters(model: EULBOModel) -> list[Tensor]:
@@ -97,21 +152,34 @@ def _w_parameters(model: EULBOModel) -> list[Tensor]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def _w_step(
+def w_step(
     model: EULBOModel,
     opt: torch.optim.Optimizer,
     params: list[Tensor],
     idx: Tensor,
     extra: Callable[[], Tensor] | None = None,
 ) -> float | None:
-    r"""One Adam step on the minibatch ELBO (plus ``extra()``).
+    r"""One optimizer step on the minibatch ELBO (plus ``extra()``), clipped.
+
+    The gradient norm of ``params`` is clipped at ``options.grad_clip``.
+
+    Example:
+        >>> value = w_step(model, torch.optim.Adam(params), params, idx)
+
+    Args:
+        model: An ``EULBOModel``.
+        opt: The optimizer of ``params``.
+        params: The parameters stepped.
+        idx: Indices of the minibatch.
+        extra: A differentiable term added to the objective (the EULBO's
+            utility), or None.
 
     Returns:
         The objective before the step, or None (and no step) if it is not
         finite.
     """
     opt.zero_grad()
-    objective = model._elbo(model.train_X_full[idx], model.train_Y_std[idx])
+    objective = model.elbo(model.train_X_full[idx], model.train_Y_std[idx])
     if extra is not None:
         objective = objective + extra()
     loss = -objective
@@ -142,11 +210,12 @@ def uses_lbfgs(model: EULBOModel) -> bool:
 
 
 def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
-    r"""Fit an ``EULBOModel`` by its ELBO: minibatch Adam, clipping, a stopping rule.
+    r"""Fit an ``EULBOModel`` by its ELBO.
 
     Where ``uses_lbfgs(model)`` (``options.elbo_optimizer`` is ``"lbfgs"``, or
-    ``"auto"`` and ``n <= options.lbfgs_max_n``) this is ``fit_elbo_collapsed``
-    instead (the same ELBO, maximized by L-BFGS). Otherwise: Adam with step
+    ``"auto"``, the default, and ``n <= options.lbfgs_max_n``) this is
+    ``fit_elbo_collapsed``: the ELBO maximized to convergence by L-BFGS.
+    Otherwise: Adam with step
     size ``options.lr_w``, minibatches of ``options.batch_size`` reshuffled
     every epoch, gradient norm clipped at ``options.grad_clip``,
     from the model's current state (a carried-over ``w`` or the closed-form
@@ -157,7 +226,7 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
 
     Example:
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
-        >>> elbo_per_datum = fit_elbo(model, seed=0)  # or model.fit_elbo()
+        >>> elbo_per_datum = fit_elbo(model, seed=0)
 
     Args:
         model: The model to fit, in place.
@@ -177,41 +246,65 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     params = _w_parameters(model)
     opt = torch.optim.Adam(params, lr=options.lr_w)
     gen = torch.Generator().manual_seed(seed)
-    rule = _StoppingRule(options.patience, options.tol)
-    steps, converged, value = 0, False, -math.inf
+    rule = StoppingRule(options.patience, options.tol)
     if options.convergence == "epochs":
-        n = model.train_X_full.shape[-2]
-        for _ in range(options.max_epochs):
-            total = 0.0
-            for idx in _minibatches(model, gen):
-                step_value = _w_step(model, opt, params, idx)
-                if step_value is None:
-                    raise RuntimeError("The ELBO became non-finite during fit_elbo.")
-                steps += 1
-                # Weight by minibatch size: a small last minibatch would
-                # otherwise make the epoch score noisy (and stop early).
-                total += step_value * len(idx)
-            value = model._per_datum(total / n)
-            if rule.update(value):
-                converged = True
-                break
+        steps, converged, value = _adam_epochs(model, opt, params, gen, rule)
     else:
-        check = _check_set(model, gen)
-        stream = _minibatch_stream(model, gen)
-        value = model._per_datum(_check_elbo(model, check).item())
-        rule.update(value)
-        while steps < options.max_steps:
-            for _ in range(min(options.check_every, options.max_steps - steps)):
-                if _w_step(model, opt, params, next(stream)) is None:
-                    raise RuntimeError("The ELBO became non-finite during fit_elbo.")
-                steps += 1
-            value = model._per_datum(_check_elbo(model, check).item())
-            if rule.update(value):
-                converged = True
-                break
+        steps, converged, value = _adam_steps(model, opt, params, gen, rule)
     model.eval()
     model.last_fit = {"steps": steps, "elbo": value, "converged": converged}
     return value
+
+
+def _adam_epochs(
+    model: EULBOModel,
+    opt: torch.optim.Optimizer,
+    params: list[Tensor],
+    gen: torch.Generator,
+    rule: StoppingRule,
+) -> tuple[int, bool, float]:
+    r"""The ``"epochs"`` rule: ``(steps, converged, per-datum value)``."""
+    steps, value = 0, -math.inf
+    n = model.train_X_full.shape[-2]
+    for _ in range(model.options.max_epochs):
+        total = 0.0
+        for idx in minibatches(model, gen):
+            step_value = w_step(model, opt, params, idx)
+            if step_value is None:
+                raise RuntimeError("The ELBO became non-finite during fit_elbo.")
+            steps += 1
+            # Weight by minibatch size: a small last minibatch would
+            # otherwise make the epoch score noisy (and stop early).
+            total += step_value * len(idx)
+        value = model.per_datum(total / n)
+        if rule.update(value):
+            return steps, True, value
+    return steps, False, value
+
+
+def _adam_steps(
+    model: EULBOModel,
+    opt: torch.optim.Optimizer,
+    params: list[Tensor],
+    gen: torch.Generator,
+    rule: StoppingRule,
+) -> tuple[int, bool, float]:
+    r"""The ``"steps"`` rule: ``(steps, converged, per-datum value)``."""
+    options = model.options
+    steps = 0
+    check = check_set(model, gen)
+    stream = minibatch_stream(model, gen)
+    value = model.per_datum(check_elbo(model, check).item())
+    rule.update(value)
+    while steps < options.max_steps:
+        for _ in range(min(options.check_every, options.max_steps - steps)):
+            if w_step(model, opt, params, next(stream)) is None:
+                raise RuntimeError("The ELBO became non-finite during fit_elbo.")
+            steps += 1
+        value = model.per_datum(check_elbo(model, check).item())
+        if rule.update(value):
+            return steps, True, value
+    return steps, False, value
 
 
 def collapsed_elbo(model: EULBOModel) -> Tensor:
@@ -246,7 +339,7 @@ def collapsed_elbo(model: EULBOModel) -> Tensor:
     strategy = gp.variational_strategy
     X = model.train_X_full
     n = X.shape[-2]
-    phi, r, s2, L_A = model._whitened_regression()
+    phi, r, s2, L_A = model.whitened_regression()
     c = torch.linalg.solve_triangular(L_A, (phi @ r).unsqueeze(-1), upper=False)
     quad = (r @ r) / s2 - (c.squeeze(-1) @ c.squeeze(-1)) / s2**2
     logdet = n * torch.log(s2) + 2 * torch.log(torch.diagonal(L_A)).sum()
@@ -284,10 +377,7 @@ def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
         The final per-datum ELBO (``collapsed_elbo``).
     """
     model.train()
-    variational = {
-        id(p)
-        for p in model.model.variational_strategy._variational_distribution.parameters()
-    }
+    variational = {id(p) for p in model.parameter_blocks()["variational"]}
     params = [p for p in _w_parameters(model) if id(p) not in variational]
     opt = torch.optim.LBFGS(
         params,

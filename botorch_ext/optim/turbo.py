@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import torch
 from botorch.models.model import Model
-from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.validation import check_positive_int
 
 
@@ -174,24 +174,3 @@ def _ard_lengthscale(model: Model) -> Tensor | None:
     if covar is None and hasattr(model, "model"):  # approximate GPyTorch models
         covar = getattr(model.model, "covar_module", None)
     return kernel_lengthscale(covar)
-
-
-def kernel_lengthscale(covar: Kernel | None) -> Tensor | None:
-    r"""The lengthscale of a kernel, or of the kernel it wraps.
-
-    Follows ``base_kernel`` (e.g. through a ``ScaleKernel``) to the first kernel
-    with a lengthscale.
-
-    Example:
-        >>> kernel_lengthscale(ScaleKernel(RBFKernel(ard_num_dims=3))).shape
-        torch.Size([1, 3])
-
-    Args:
-        covar: A GPyTorch kernel, or None.
-
-    Returns:
-        The lengthscale tensor, or None if no kernel on the way has one.
-    """
-    while covar is not None and not getattr(covar, "has_lengthscale", False):
-        covar = getattr(covar, "base_kernel", None)
-    return None if covar is None else covar.lengthscale

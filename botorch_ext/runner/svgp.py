@@ -1,6 +1,8 @@
-r"""The SVGP methods of [Maus2024eulbo]_ in the runner (``SVGPMethod``): EULBO or
-ELBO fitting of an ``EULBOModel`` carried from one iteration to the next,
-optionally in a TuRBO trust region."""
+r"""The SVGP methods of [Maus2024eulbo]_ in the runner (``SVGPMethod``).
+
+EULBO or ELBO fitting of an ``EULBOModel`` carried from one iteration to the
+next, optionally in a TuRBO trust region.
+"""
 
 from __future__ import annotations
 
@@ -14,16 +16,21 @@ from botorch.exceptions.warnings import OptimizationWarning
 from gpytorch.kernels import Kernel
 from torch import Tensor
 
+from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
-from botorch_ext.optim.turbo import kernel_lengthscale
+from botorch_ext.optim import (
+    fit_elbo,
+    ignore_optimize_acqf_retry_warnings,
+    optimize_eulbo,
+)
 from botorch_ext.runner.options import Method, iteration_seed
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
 
 
 class SVGPMethod:
-    r"""The SVGP methods of [Maus2024eulbo]_: EULBO or ELBO fitting, optionally in
-    a TuRBO trust region.
+    r"""The SVGP methods of [Maus2024eulbo]_: EULBO or ELBO fitting.
+
+    Optionally in a TuRBO trust region.
 
     A registered object, not a plain function, because these methods carry state
     from one BO iteration to the next: ``new_run()`` returns a fresh callable per
@@ -70,6 +77,7 @@ class SVGPMethod:
         model_kwargs: dict | None = None,
         kernel: Callable[[int], Kernel] | None = None,
     ) -> None:
+        r"""Store the settings; see the class docstring for the args."""
         self.utility = utility
         self.kernel = kernel
         self.turbo = turbo
@@ -77,6 +85,7 @@ class SVGPMethod:
         self.model_kwargs = dict(model_kwargs or {})
 
     def new_run(self) -> Method:
+        r"""A fresh run that carries its model from one iteration to the next."""
         # A copy per run: a kernel passed as `covar_module` holds fitted state.
         return _SVGPRun(
             self.utility,
@@ -87,6 +96,7 @@ class SVGPMethod:
         )
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        r"""Propose ``q`` points as the first iteration of a fresh run would."""
         # Without run state (a direct call), behave as the first iteration.
         return self.new_run()(train_X, train_Y, bounds, q, seed, options)
 
@@ -142,7 +152,7 @@ class _SVGPRun(TrustRegion):
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
-                model.fit_elbo(seed=seed_i)
+                fit_elbo(model, seed=seed_i)
                 self.timings = {"fit_seconds": time.monotonic() - tic}
                 candidates = maximize_qlogei(model, train_Y, region, q, options)
             else:
@@ -150,8 +160,8 @@ class _SVGPRun(TrustRegion):
                 # the model counts as fitting, the joint optimization as
                 # acquisition.
                 self.timings = {"fit_seconds": time.monotonic() - tic}
-                candidates, _ = model.optimize_eulbo(
-                    region, q=q, utility=self.utility, seed=seed_i
+                candidates, _ = optimize_eulbo(
+                    model, region, q=q, utility=self.utility, seed=seed_i
                 )
         self.diagnostics = model.diagnostics()
         if self.utility is None and q == 1:

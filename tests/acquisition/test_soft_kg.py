@@ -189,6 +189,7 @@ class TestQLogSoftKG(BotorchTestCase):
         # observation, tau = the outcome standard deviation) is the EULBO's
         # soft-KG term (standardized scale, c+ = y+, tau = 1).
         from botorch_ext.models import EULBOModel, EULBOOptions
+        from botorch_ext.optim import fit_elbo
 
         gen = torch.Generator().manual_seed(6)
         train_X = torch.rand(30, 2, generator=gen, dtype=torch.double)
@@ -196,7 +197,7 @@ class TestQLogSoftKG(BotorchTestCase):
         model = EULBOModel(
             train_X, train_Y, num_inducing_points=10, options=EULBOOptions(max_steps=40)
         )
-        model.fit_elbo()
+        fit_elbo(model)
         eps = torch.randn(5, 2, generator=gen, dtype=torch.double)
         acqf = qLogSoftKG(
             model,

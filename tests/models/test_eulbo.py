@@ -11,8 +11,9 @@ from gpytorch.kernels import RBFKernel, ScaleKernel
 from gpytorch.mlls import VariationalELBO
 
 from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior
+from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim.turbo import kernel_lengthscale
+from botorch_ext.optim import fit_elbo, optimize_eulbo
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
 
@@ -54,7 +55,7 @@ class TestEULBOModel(BotorchTestCase):
         model.options = EULBOOptions(
             lr_w=0.1, max_epochs=60, patience=60, elbo_optimizer="adam"
         )
-        model.fit_elbo()
+        fit_elbo(model)
         noise = model.likelihood.noise.item()
         self.assertGreaterEqual(noise, 1e-4)
         self.assertLess(noise, 0.1)
@@ -65,7 +66,7 @@ class TestEULBOModel(BotorchTestCase):
         X, Y = _data()
         Y = 100.0 + 10.0 * Y
         model = EULBOModel(X, Y, num_inducing_points=20)
-        model.fit_elbo()
+        fit_elbo(model)
         post = model.posterior(X)
         # The standardization is undone: predictions are on Y's scale.
         # Y ~ 100 +- 9: an untransformed (standardized) mean would be near 0.
@@ -145,7 +146,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
             X, Y = _data(n=40, dtype=dtype)
             model = EULBOModel(X[:10], Y[:10], num_inducing_points=30, options=FAST)
             self.assertEqual(model.num_inducing_points, 10)
-            model.fit_elbo()
+            fit_elbo(model)
             Z_old = model.model.variational_strategy.inducing_points.detach()
             nxt = model.carry_over(X[:16], Y[:16])
             self.assertEqual(nxt.num_inducing_points, 16)
@@ -179,7 +180,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 X, Y, num_inducing_points=12, options=FAST, covar_module=kernel
             )
             self.assertIs(model.model.covar_module, kernel)
-            model.fit_elbo()
+            fit_elbo(model)
             self.assertEqual(len(model.diagnostics()["lengthscales"]), 1)
             X_new = torch.tensor([[0.9, 0.95], [0.1, 0.2]], dtype=dtype)
             Y_new = torch.tensor([[4.0], [-3.0]], dtype=dtype)
@@ -204,7 +205,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 self.assertAllClose(after.variance, before.variance, atol=1e-5, rtol=0)
             # Refitting moves the copy only.
             scale = kernel.outputscale.clone()
-            nxt.fit_elbo()
+            fit_elbo(nxt)
             self.assertTrue(torch.equal(kernel.outputscale, scale))
         with self.assertRaisesRegex(ValueError, "covar_module"):
             EULBOModel(X, Y, covar_module="rbf")
@@ -228,7 +229,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
             if kernel == "ard":
                 kw["covar_module"] = get_ard_rbf_kernel_with_dim_scaled_prior(2)
             model = EULBOModel(X, Y, num_inducing_points=12, options=FAST, **kw)
-            model.fit_elbo()
+            fit_elbo(model)
             # New data with a large outcome: the standardization shifts.
             X_new = torch.tensor([[0.9, 0.95], [0.1, 0.2]], dtype=dtype)
             Y_new = torch.tensor([[4.0], [-3.0]], dtype=dtype)
@@ -248,7 +249,9 @@ class TestFittingAndCarriedState(BotorchTestCase):
             # Before any fit, the carried q(u) predicts the same mean in the
             # original units (the affine map of the standardization is exact for
             # the mean) and the noise in original units is unchanged.
-            test = torch.rand(7, 2, dtype=dtype)
+            # Fixed points: the float32 error varies with the points.
+            gen = torch.Generator().manual_seed(0)
+            test = torch.rand(7, 2, generator=gen, dtype=dtype)
             with torch.no_grad():
                 before = model.posterior(test).mean
                 after = nxt.posterior(test).mean
@@ -271,7 +274,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
         X, Y = _data()
         model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        cand, _ = model.optimize_eulbo(bounds, q=1)
+        cand, _ = optimize_eulbo(model, bounds, q=1)
         diag = model.diagnostics()
         self.assertAlmostEqual(diag["noise"], model.likelihood.noise.item())
         # The default kernel is isotropic: one lengthscale.
@@ -310,7 +313,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
                     model.posterior(lower + width * test).mean,
                     ref.posterior(test).mean,
                 )
-            cand, _ = model.optimize_eulbo(bounds, q=1)
+            cand, _ = optimize_eulbo(model, bounds, q=1)
             self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
             nxt = model.carry_over(X_raw, Y)
             self.assertTrue(nxt.carried_state)
@@ -362,7 +365,7 @@ class TestAxAskTell(BotorchTestCase):
                 )
             else:
                 model = model.carry_over(X, Y)
-            cand, _ = model.optimize_eulbo(bounds, q=1)
+            cand, _ = optimize_eulbo(model, bounds, q=1)
             self.assertTrue(((cand >= lower) & (cand <= upper)).all())
             index = client.attach_trial(
                 parameters={n: cand[0, i].item() for i, n in enumerate(names)}
@@ -380,30 +383,40 @@ class TestAxAskTell(BotorchTestCase):
         self.assertFalse(model.carried_state)
 
 
-class TestOldImportPath(BotorchTestCase):
-    def test_names_of_the_unsplit_module_still_import(self):
-        # models/eulbo.py was split into optim/fit.py, optim/eulbo.py,
-        # models/utilities.py and acquisition/soft_kg.py; callers of the old
-        # module path keep working.
-        from botorch_ext.models import eulbo as old
-        from botorch_ext.models import utilities
-        from botorch_ext.optim import eulbo as joint
-        from botorch_ext.optim import fit
+class TestPublicInterface(BotorchTestCase):
+    def test_one_entry_point_per_operation(self):
+        # Fitting and the joint step are functions of botorch_ext.optim.
+        for name in ("fit_elbo", "optimize_eulbo", "eulbo"):
+            self.assertFalse(hasattr(EULBOModel, name), name)
 
-        for module, names in (
-            (fit, ("_StoppingRule", "CONVERGENCE_RULES")),
-            (joint, ("_OneShotSoftKG", "UTILITIES", "ALTERNATIONS")),
-            (
-                utilities,
-                (
-                    "DEFAULT_NUM_QUADRATURE_POINTS",
-                    "expected_log_soft_improvement",
-                    "mc_log_soft_improvement",
-                ),
-            ),
-        ):
-            for name in names:
-                self.assertIs(getattr(old, name), getattr(module, name), name)
-        for name in ("EULBOModel", "EULBOOptions", "_enforce_floor", "_check_data"):
-            self.assertTrue(hasattr(old, name), name)
-        self.assertTrue(hasattr(old, "_fill_inducing_points"))
+    def test_parameter_blocks_partition_w_by_module(self):
+        model = EULBOModel(*_data(n=12), num_inducing_points=5)
+        blocks = model.parameter_blocks()
+        strategy = model.model.variational_strategy
+        dist = strategy._variational_distribution
+        self.assertEqual(
+            [id(p) for p in blocks["variational"]],
+            [id(p) for p in dist.parameters()],
+        )
+        self.assertEqual(len(blocks["inducing_points"]), 1)
+        self.assertIs(blocks["inducing_points"][0], strategy.inducing_points)
+        trained = [p for p in model.parameters() if p.requires_grad]
+        together = [p for ps in blocks.values() for p in ps]
+        self.assertEqual(len(together), len(trained))
+        self.assertEqual({id(p) for p in together}, {id(p) for p in trained})
+        hyper = {id(p) for p in blocks["hyperparameters"]}
+        self.assertIn(id(model.likelihood.noise_covar.raw_noise), hyper)
+        self.assertIn(id(model.model.mean_module.raw_constant), hyper)
+
+    def test_elbo_scale_and_per_datum(self):
+        X, Y = _data(n=12)
+        s = EULBOModel(X, Y, num_inducing_points=5, elbo_scale="sum")
+        m = EULBOModel(X, Y, num_inducing_points=5, elbo_scale="authors")
+        s.train()
+        m.train()
+        total = s.elbo(s.train_X_full, s.train_Y_std)
+        mean = m.elbo(m.train_X_full, m.train_Y_std)
+        self.assertAllClose(total, 12 * mean)
+        self.assertAlmostEqual(s.per_datum(total.item()), mean.item(), places=6)
+        self.assertEqual(m.per_datum(mean.item()), mean.item())
+        self.assertEqual(s.best_f(), s.train_Y_std.max())

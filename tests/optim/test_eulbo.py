@@ -7,8 +7,8 @@ from botorch.exceptions.warnings import OptimizationWarning
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import optimize_eulbo
-from botorch_ext.optim.eulbo import _warm_start, eulbo
+from botorch_ext.optim import eulbo, fit_elbo, optimize_eulbo
+from botorch_ext.optim.optimize import warm_start
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
 
@@ -33,9 +33,9 @@ class TestOptimizeEULBO(BotorchTestCase):
             bounds = torch.tensor([[0.1, 0.2], [0.6, 0.9]], dtype=dtype)
             for q in (1, 3):
                 model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-                model.fit_elbo()
+                fit_elbo(model)
                 before = {k: v.clone() for k, v in model.state_dict().items()}
-                cand, value = model.optimize_eulbo(bounds, q=q, seed=1)
+                cand, value = optimize_eulbo(model, bounds, q=q, seed=1)
                 self.assertEqual(cand.shape, torch.Size([q, 2]))
                 self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
                 info = model.last_optimization
@@ -45,7 +45,7 @@ class TestOptimizeEULBO(BotorchTestCase):
                     # The value is the EULBO of the returned candidates under the
                     # returned state (all n <= check_size points in the ELBO).
                     with torch.no_grad():
-                        full = model.eulbo(cand).item()
+                        full = eulbo(model, cand).item()
                     self.assertAlmostEqual(value.item(), full, delta=1e-5 * abs(full))
                 after = model.state_dict()
                 changed = [k for k in before if not torch.equal(before[k], after[k])]
@@ -57,7 +57,7 @@ class TestOptimizeEULBO(BotorchTestCase):
         # ends at the maximizer of EULBO(x, w) over x under the returned w (the
         # ELBO part does not depend on x), found by a dense grid.
         def displaced(model, bounds, q, *args, **kwargs):
-            x0 = _warm_start(model, bounds, q, *args, **kwargs)
+            x0 = warm_start(model, bounds, q, *args, **kwargs)
             return (x0 + 0.1).clamp(bounds[0], bounds[1])
 
         options = EULBOOptions(
@@ -76,12 +76,12 @@ class TestOptimizeEULBO(BotorchTestCase):
             Y = torch.sin(6 * X) - (X - 0.3) ** 2  # one maximum, near x = 0.26
             model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=options)
             bounds = torch.tensor([[0.0], [1.0]], **tkw)
-            with mock.patch("botorch_ext.optim.eulbo._warm_start", displaced):
-                cand, value = model.optimize_eulbo(bounds, q=1, seed=0)
+            with mock.patch("botorch_ext.optim.optimize.warm_start", displaced):
+                cand, value = optimize_eulbo(model, bounds, q=1, seed=0)
             start = model.last_optimization["warm_start_candidates"]
             grid = torch.linspace(0, 1, 201, **tkw).unsqueeze(-1)  # step 0.005
             with torch.no_grad():
-                grid_eulbo = torch.stack([model.eulbo(x.unsqueeze(0)) for x in grid])
+                grid_eulbo = torch.stack([eulbo(model, x.unsqueeze(0)) for x in grid])
             best = grid_eulbo.argmax()
             # The start is far from the grid maximizer, so the x-steps did the work.
             self.assertGreater((start - grid[best]).abs().item(), 0.05)
@@ -99,23 +99,23 @@ class TestOptimizeEULBO(BotorchTestCase):
         n = X.shape[0]
         x = torch.tensor([[0.3, 0.4]], dtype=torch.double)
         s = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="sum", options=FAST)
-        s.fit_elbo()  # initializes the variational parameters (randomly jittered)
+        fit_elbo(s)  # initializes the variational parameters (randomly jittered)
         mean = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="mean", options=FAST)
         mean.load_state_dict(s.state_dict())
         u = s.expected_log_utility(x.unsqueeze(0)).item()
         self.assertAlmostEqual(
-            s.eulbo(x).item() - u, n * (mean.eulbo(x).item() - u), places=6
+            eulbo(s, x).item() - u, n * (eulbo(mean, x).item() - u), places=6
         )
         w = EULBOModel(X, Y, num_inducing_points=10, utility_weight=3.0, options=FAST)
         w.load_state_dict(s.state_dict())
-        self.assertAlmostEqual(w.eulbo(x).item() - s.eulbo(x).item(), 2 * u, places=6)
+        self.assertAlmostEqual(eulbo(w, x).item() - eulbo(s, x).item(), 2 * u, places=6)
         # Both alternation schemes run and return candidates in the box.
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
         for alternation in ("step", "epoch"):
             model = EULBOModel(
                 X, Y, num_inducing_points=10, alternation=alternation, options=FAST
             )
-            cand, value = model.optimize_eulbo(bounds, q=1)
+            cand, value = optimize_eulbo(model, bounds, q=1)
             self.assertTrue(((cand >= 0) & (cand <= 1)).all())
             self.assertTrue(math.isfinite(value.item()))
 
@@ -127,7 +127,7 @@ class TestOptimizeEULBO(BotorchTestCase):
         # optimization has started.
         with _utility_nan_after(1):
             with self.assertWarnsRegex(OptimizationWarning, "non-finite"):
-                cand, _ = model.optimize_eulbo(bounds, q=1)
+                cand, _ = optimize_eulbo(model, bounds, q=1)
         info = model.last_optimization
         self.assertTrue(info["diverged"])
         self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
@@ -135,29 +135,28 @@ class TestOptimizeEULBO(BotorchTestCase):
         for p in model.parameters():
             self.assertTrue(torch.isfinite(p).all())
 
-    def test_functions_and_methods_agree(self):
-        # EULBOModel.optimize_eulbo / eulbo are thin methods over the functions.
+    def test_same_calls_give_the_same_numbers(self):
         X, Y = _data()
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
         a = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
         b = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
         b.load_state_dict(a.state_dict())
-        cand_a, value_a = a.optimize_eulbo(bounds, q=1, seed=3)
+        cand_a, value_a = optimize_eulbo(a, bounds, q=1, seed=3)
         cand_b, value_b = optimize_eulbo(b, bounds, q=1, seed=3)
         self.assertTrue(torch.equal(cand_a, cand_b))
         self.assertTrue(torch.equal(value_a, value_b))
         x = torch.tensor([[0.3, 0.4]], dtype=torch.double)
-        self.assertTrue(torch.equal(a.eulbo(x), eulbo(b, x)))
+        self.assertTrue(torch.equal(eulbo(a, x), eulbo(b, x)))
 
     def test_kg_warm_start_acquisition_is_the_eulbo_term(self):
         # The warm start optimizes exactly the model's soft-KG term.
-        from botorch_ext.optim.eulbo import _OneShotSoftKG
+        from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale
 
         X, Y = _data()
         model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        model.fit_elbo()
+        fit_elbo(model)
         eps = torch.randn(4, 2, dtype=torch.double)
-        acqf = _OneShotSoftKG(model, eps)
+        acqf = qLogSoftKGModelScale(model, eps)
         pts = torch.rand(5, 6, 2, dtype=torch.double)
         with torch.no_grad():
             self.assertTrue(torch.equal(acqf(pts), model.soft_kg_log_utility(pts, eps)))
@@ -168,13 +167,13 @@ class TestOptimizeEULBO(BotorchTestCase):
         model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
         good = torch.stack([torch.zeros(2), torch.ones(2)]).double()
         with self.assertRaisesRegex(ValueError, "bounds"):
-            model.optimize_eulbo(torch.zeros(3, 2).double())
+            optimize_eulbo(model, torch.zeros(3, 2).double())
         with self.assertRaisesRegex(ValueError, "bounds"):
-            model.optimize_eulbo(good.flip(0))
+            optimize_eulbo(model, good.flip(0))
         with self.assertRaisesRegex(ValueError, "`q`"):
-            model.optimize_eulbo(good, q=0)
+            optimize_eulbo(model, good, q=0)
         with self.assertRaisesRegex(ValueError, "unknown utility 'pi'"):
-            model.optimize_eulbo(good, utility="pi")
+            optimize_eulbo(model, good, utility="pi")
 
 
 class TestOptimizeEULBOKG(BotorchTestCase):
@@ -190,7 +189,7 @@ class TestOptimizeEULBOKG(BotorchTestCase):
         bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
         for q in (1, 2):
             model = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            cand, value = model.optimize_eulbo(bounds, q=q, utility="kg", seed=2)
+            cand, value = optimize_eulbo(model, bounds, q=q, utility="kg", seed=2)
             self.assertEqual(cand.shape, torch.Size([q, 2]))
             self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
             info = model.last_optimization
@@ -203,13 +202,12 @@ class TestJointPhaseOptions(BotorchTestCase):
         X, Y = _data(dtype=dtype)
         opts = EULBOOptions(**(FAST.__dict__ | options))
         model = EULBOModel(X, Y, num_inducing_points=10, options=opts)
-        model.fit_elbo(seed=0)
-        # The joint phase must start from exactly this state.
-        model.fit_elbo = lambda seed=0: None
+        fit_elbo(model, seed=0)
+        # The joint phase must start from exactly this state (refit=False).
         return model
 
     def test_joint_parameter_blocks(self):
-        from botorch_ext.optim.eulbo import joint_parameter_blocks
+        from botorch_ext.models.eulbo_options import joint_parameter_blocks
 
         self.assertEqual(
             joint_parameter_blocks("all"),
@@ -248,7 +246,9 @@ class TestJointPhaseOptions(BotorchTestCase):
                     lr_w=0.05,
                 )
                 before = {k: p.detach().clone() for k, p in model.named_parameters()}
-                model.optimize_eulbo(bounds.to(model.train_X_full), q=1, seed=1)
+                optimize_eulbo(
+                    model, bounds.to(model.train_X_full), q=1, seed=1, refit=False
+                )
                 self.assertFalse(model.last_optimization["diverged"])
                 moved = {
                     block_of(k)
@@ -275,12 +275,11 @@ class TestJointPhaseOptions(BotorchTestCase):
                 )
             )
             model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=opts)
-            model.fit_elbo(seed=0)
-            model.fit_elbo = lambda seed=0: None
+            fit_elbo(model, seed=0)
             # Not the unit interval, so that the map to the unit cube matters.
             bounds = torch.tensor([[0.05], [0.85]], **tkw)
             start = copy.deepcopy(model)
-            cand, value = model.optimize_eulbo(bounds, q=1, seed=2)
+            cand, value = optimize_eulbo(model, bounds, q=1, seed=2, refit=False)
             info = model.last_optimization
             self.assertEqual(info["optimizer"], "lbfgs")
             self.assertFalse(info["diverged"])
@@ -321,8 +320,8 @@ class TestJointPhaseOptions(BotorchTestCase):
                     t.copy_(torch.rand_like(t) if name == "x" else t + 0.5)
             return mock.Mock(step=1)
 
-        with mock.patch("botorch_ext.optim.eulbo.scipy_minimize", worse):
-            cand, value = model.optimize_eulbo(bounds, q=1, seed=0)
+        with mock.patch("botorch_ext.optim.joint_phase.scipy_minimize", worse):
+            cand, value = optimize_eulbo(model, bounds, q=1, seed=0, refit=False)
         info = model.last_optimization
         self.assertEqual(value.item(), info["warm_start_value"])
         self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
@@ -330,7 +329,7 @@ class TestJointPhaseOptions(BotorchTestCase):
             self.assertTrue(torch.equal(v, start[k]), k)
 
     def test_joint_iteration_budget(self):
-        from botorch_ext.optim.eulbo import joint_iterations
+        from botorch_ext.models.eulbo_options import joint_iterations
 
         opts = EULBOOptions()
         # Pinned defaults: L-BFGS, 100 iterations up to 2,000 points.
@@ -348,7 +347,7 @@ class TestJointPhaseOptions(BotorchTestCase):
         # The phase runs with that budget.
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
         model = self._fitted(torch.double, lbfgs_max_n=20, joint_max_iter=10)
-        model.optimize_eulbo(bounds, q=1, seed=0)
+        optimize_eulbo(model, bounds, q=1, seed=0, refit=False)
         self.assertEqual(model.last_optimization["max_iter"], 5)
         self.assertLessEqual(model.last_optimization["steps"], 5)
 
@@ -356,7 +355,9 @@ class TestJointPhaseOptions(BotorchTestCase):
         bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
         for q, utility in ((2, "ei"), (1, "kg")):
             model = self._fitted(torch.double, joint_optimizer="lbfgs", num_fantasies=4)
-            cand, value = model.optimize_eulbo(bounds, q=q, utility=utility, seed=4)
+            cand, value = optimize_eulbo(
+                model, bounds, q=q, utility=utility, seed=4, refit=False
+            )
             info = model.last_optimization
             self.assertEqual(cand.shape, torch.Size([q, 2]))
             self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
@@ -380,12 +381,12 @@ class TestJointPhaseOptions(BotorchTestCase):
                 patch = _utility_nan_after(3)
             else:
                 patch = mock.patch(
-                    "botorch_ext.optim.eulbo.scipy_minimize",
+                    "botorch_ext.optim.joint_phase.scipy_minimize",
                     side_effect=NanError("cholesky_cpu: 36 of 36 elements are NaN"),
                 )
             with patch:
                 with self.assertWarnsRegex(OptimizationWarning, "L-BFGS joint phase"):
-                    cand, _ = model.optimize_eulbo(bounds, q=1)
+                    cand, _ = optimize_eulbo(model, bounds, q=1, refit=False)
             info = model.last_optimization
             self.assertTrue(info["diverged"])
             self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
@@ -406,14 +407,12 @@ class TestDefaultJointPhase(BotorchTestCase):
         return model
 
     def _check_step(self, model, bounds, q, utility, seed):
-        model.fit_elbo(seed=seed)
-        fit = model.fit_elbo
-        model.fit_elbo = lambda seed=0: None  # the warm start's w is this fit
+        fit_elbo(model, seed=seed)
         start = copy.deepcopy(model)
-        try:
-            cand, value = model.optimize_eulbo(bounds, q=q, utility=utility, seed=seed)
-        finally:
-            model.fit_elbo = fit
+        # The warm start's w is this fit.
+        cand, value = optimize_eulbo(
+            model, bounds, q=q, utility=utility, seed=seed, refit=False
+        )
         info = model.last_optimization
         self.assertEqual(info["optimizer"], "lbfgs")
         self.assertFalse(info["diverged"])
@@ -462,7 +461,7 @@ class TestDefaultJointPhase(BotorchTestCase):
     def test_paper_and_authors_scalings(self):
         # Both presets run the same joint phase; the per-datum scale weights
         # the utility n times more, so w moves further for the same data.
-        from botorch_ext.models.eulbo import ELBO_SCALES
+        from botorch_ext.models import ELBO_SCALES
 
         self.assertEqual(ELBO_SCALES, {"paper": "sum", "authors": "mean"})
         bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)

@@ -80,7 +80,7 @@ class TestKernelLengthscale(BotorchTestCase):
     def test_follows_base_kernels(self):
         from gpytorch.kernels import LinearKernel, RBFKernel, ScaleKernel
 
-        from botorch_ext.optim.turbo import kernel_lengthscale
+        from botorch_ext.kernels.utils import kernel_lengthscale
 
         inner = RBFKernel(ard_num_dims=3)
         inner.lengthscale = torch.tensor([[0.1, 0.2, 0.4]])

@@ -1,5 +1,6 @@
-r"""Expected log-utilities of the EULBO: soft improvement by quadrature or samples,
-and the one-shot soft KG.
+r"""Expected log-utilities of the EULBO: soft improvement and one-shot soft KG.
+
+The soft improvement is integrated by quadrature or samples.
 
 The EULBO [Maus2024eulbo]_ adds ``E_{q(f)} log u(x, f)`` to the SVGP's ELBO. For the
 soft improvement ``u = softplus((f(x) - y*) / tau)`` and ``q = 1`` the expectation
@@ -9,38 +10,61 @@ one-shot soft knowledge gradient the conditional means after a fantasy
 observation come from ``botorch_ext.acquisition.soft_kg``.
 
 The first three functions work on tensors. ``expected_log_utility``,
-``fantasy_means`` and ``soft_kg_log_utility`` evaluate them for an
-``EULBOModel`` on its latent SVGP and transformed (standardized) outcomes, with
-gradients to the variational parameters, the inducing points, the
-hyperparameters and the inputs; the model's methods of the same names call
-them.
+``fantasy_means`` and ``soft_kg_log_utility`` evaluate them for a model with a
+latent SVGP (``LatentSVGPModel``, e.g. ``EULBOModel``) on its transformed
+(standardized) outcomes, with gradients to the variational parameters, the
+inducing points, the hyperparameters and the inputs; the model's methods of the
+same names call them.
 
-References
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian
-    Optimization. NeurIPS 2024.
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian
+        Optimization. NeurIPS 2024.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import torch
 from botorch.utils.safe_math import log_softplus
+from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.models import ApproximateGP
 from torch import Tensor
 
 from botorch_ext.acquisition.soft_kg import log_soft_kg, one_shot_fantasy_means
 from botorch_ext.validation import check_positive, check_positive_int
 
-if TYPE_CHECKING:
-    from botorch_ext.models.eulbo import EULBOModel
-
 #: Gauss-Hermite points used by the paper (its Table 1).
 DEFAULT_NUM_QUADRATURE_POINTS = 20
+
+
+class LatentSVGPModel(Protocol):
+    r"""What the utilities need of a model: its latent SVGP and its scale.
+
+    ``EULBOModel`` is one. The utilities work on the model's transformed
+    (standardized) outcome scale, through the latent GPyTorch model, so that
+    gradients reach the variational parameters.
+
+    Attributes:
+        model: The latent approximate GP (e.g. a ``SingleTaskVariationalGP``'s
+            ``model``).
+        likelihood: Its Gaussian likelihood.
+    """
+
+    model: ApproximateGP
+    likelihood: GaussianLikelihood
+
+    def best_f(self) -> Tensor:
+        r"""The incumbent ``y*``: the best transformed training outcome."""
+        ...
+
+    def to_model_space(self, X: Tensor) -> Tensor:
+        r"""Apply the model's input transform (in eval mode)."""
+        ...
 
 
 def gauss_hermite_normal(
@@ -140,16 +164,17 @@ def mc_log_soft_improvement(
 
 
 def expected_log_utility(
-    model: EULBOModel,
+    model: LatentSVGPModel,
     X: Tensor,
     base_samples: Tensor | None = None,
     utility: str = "ei",
+    num_quadrature_points: int = DEFAULT_NUM_QUADRATURE_POINTS,
 ) -> Tensor:
-    r"""``E_{q(f)} log u(X, f)`` of an ``EULBOModel`` (transformed scale).
+    r"""``E_{q(f)} log u(X, f)`` of a latent SVGP (transformed scale).
 
     ``"ei"``: the soft improvement over ``y*``, the best transformed training
     outcome, with temperature 1; by ``expected_log_soft_improvement``
-    (``model.options.num_quadrature_points`` points) for ``q = 1`` and by
+    (``num_quadrature_points`` points) for ``q = 1`` and by
     ``mc_log_soft_improvement`` on ``f_s = mean + L eps_s`` for ``q > 1``.
     ``"kg"``: the last ``S`` points of ``X`` are the one-shot KG's free points
     ``x'_i``, see ``soft_kg_log_utility``.
@@ -158,13 +183,14 @@ def expected_log_utility(
         >>> value = expected_log_utility(model, X)  # or model.expected_log_utility(X)
 
     Args:
-        model: An ``EULBOModel``.
+        model: A ``LatentSVGPModel`` such as ``EULBOModel``.
         X: ``batch_shape x q x d`` candidates (``batch_shape x (q + S) x d`` for
             ``"kg"``).
         base_samples: ``num_samples x q`` standard normal draws, required for
             ``q > 1`` and for ``"kg"`` (fixed across the optimization, as in
             BoTorch).
         utility: ``"ei"`` or ``"kg"``.
+        num_quadrature_points: Gauss-Hermite points of the ``q = 1`` utility.
 
     Returns:
         A ``batch_shape`` tensor.
@@ -172,16 +198,16 @@ def expected_log_utility(
     if utility == "kg":
         if base_samples is None:
             raise ValueError("`base_samples` are required for utility='kg'.")
-        return model.soft_kg_log_utility(X, base_samples)
+        return soft_kg_log_utility(model, X, base_samples)
     # Latent SVGP marginal on the transformed (standardized) scale.
-    f = model.model(model._to_model_space(X))
-    best_f = model._best_f()
+    f = model.model(model.to_model_space(X))
+    best_f = model.best_f()
     if X.shape[-2] == 1:
         return expected_log_soft_improvement(
             f.mean.squeeze(-1),
             f.variance.clamp_min(0).sqrt().squeeze(-1),
             best_f,
-            num_points=model.options.num_quadrature_points,
+            num_points=num_quadrature_points,
         )
     if base_samples is None:
         raise ValueError("`base_samples` are required for q > 1.")
@@ -192,7 +218,7 @@ def expected_log_utility(
     return mc_log_soft_improvement(samples, best_f)
 
 
-def fantasy_means(model: EULBOModel, X: Tensor, base_samples: Tensor) -> Tensor:
+def fantasy_means(model: LatentSVGPModel, X: Tensor, base_samples: Tensor) -> Tensor:
     r"""One-shot KG conditional means ``E[f(x'_i) | D, (x_j, y_ij)]`` of an SVGP.
 
     The SVGP's predictive distribution ``q(f)`` is a Gaussian process with mean
@@ -214,8 +240,11 @@ def fantasy_means(model: EULBOModel, X: Tensor, base_samples: Tensor) -> Tensor:
     parameters, and BoTorch's SVGP cannot ``fantasize``. Each candidate ``x_j``
     is conditioned on separately, as in the paper's batch KG-EULBO.
 
+    Example:
+        >>> means = fantasy_means(model, X, torch.randn(32, 1))  # X: b x 33 x d
+
     Args:
-        model: An ``EULBOModel``.
+        model: A ``LatentSVGPModel`` such as ``EULBOModel``.
         X: ``batch_shape x (q + S) x d``: ``q`` candidates, then the ``S`` free
             points ``x'_i``.
         base_samples: ``S x q`` standard normal draws ``eps_ij``.
@@ -230,28 +259,33 @@ def fantasy_means(model: EULBOModel, X: Tensor, base_samples: Tensor) -> Tensor:
             f"`X` must hold q + S = {q + S} points for the one-shot KG, got "
             f"{X.shape[-2]}."
         )
-    f = model.model(model._to_model_space(X))
+    f = model.model(model.to_model_space(X))
     noise = model.likelihood.noise.squeeze(-1)
     return one_shot_fantasy_means(
         f.mean, f.lazy_covariance_matrix, base_samples, noise=noise
     )
 
 
-def soft_kg_log_utility(model: EULBOModel, X: Tensor, base_samples: Tensor) -> Tensor:
+def soft_kg_log_utility(
+    model: LatentSVGPModel, X: Tensor, base_samples: Tensor
+) -> Tensor:
     r"""``1/S sum_i max_j log softplus(E[f(x'_i) | D, (x_j, y_ij)] - y+)``.
 
     The one-shot soft-KG term of the EULBO [Maus2024eulbo, eq. 10 and its batch
-    version] for an ``EULBOModel``, with ``c+ = y+`` the best transformed
+    version] for a ``LatentSVGPModel``, with ``c+ = y+`` the best transformed
     training outcome (the paper's choice), temperature 1 and BoTorch's
     ``log_softplus`` (``log_soft_kg``). ``botorch_ext.acquisition.qLogSoftKG``
     is the same quantity for any Gaussian model, on its outcome scale.
 
+    Example:
+        >>> value = soft_kg_log_utility(model, X, torch.randn(32, 1))
+
     Args:
-        model: An ``EULBOModel``.
+        model: A ``LatentSVGPModel`` such as ``EULBOModel``.
         X: ``batch_shape x (q + S) x d`` as for ``fantasy_means``.
         base_samples: ``S x q`` standard normal draws.
 
     Returns:
         A ``batch_shape`` tensor.
     """
-    return log_soft_kg(model.fantasy_means(X, base_samples), model._best_f())
+    return log_soft_kg(fantasy_means(model, X, base_samples), model.best_f())

@@ -3,12 +3,13 @@ import math
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.models import (
-    EULBOModel,
+from botorch_ext.acquisition import (
     expected_log_soft_improvement,
     gauss_hermite_normal,
     mc_log_soft_improvement,
 )
+from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.optim import fit_elbo
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
 
@@ -140,7 +141,7 @@ class TestEULBOSoftKG(BotorchTestCase):
     def test_fantasy_means_against_dense_conditioning(self):
         X, Y = _data()
         model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
-        model.fit_elbo()
+        fit_elbo(model)
         gen = torch.Generator().manual_seed(5)
         for q, S in ((1, 4), (3, 5)):
             pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
@@ -159,7 +160,7 @@ class TestEULBOSoftKG(BotorchTestCase):
     def test_gradients_reach_variational_parameters(self):
         X, Y = _data()
         model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
-        model.fit_elbo()
+        fit_elbo(model)
         model.train()
         pts = torch.rand(1, 4, 2, dtype=torch.double, requires_grad=True)
         eps = torch.randn(3, 1, dtype=torch.double)
@@ -218,7 +219,7 @@ class TestExpectedLogUtility(BotorchTestCase):
     def _fitted(self, dtype):
         X, Y = (t.to(self.device) for t in _data(dtype=dtype))
         model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        model.fit_elbo()
+        fit_elbo(model)
         return model, X
 
     def test_q1_quadrature_against_monte_carlo(self):
@@ -252,6 +253,24 @@ class TestExpectedLogUtility(BotorchTestCase):
                 bool(((got.double() - ref).abs() <= tol).all()),
                 f"{(got.double() - ref).abs() / tol} (differences / tolerance)",
             )
+
+    def test_the_model_uses_its_number_of_quadrature_points(self):
+        # Two-point Gauss-Hermite: E g(z) = (g(-1) + g(1)) / 2 for z ~ N(0, 1).
+        X, Y = _data()
+        options = EULBOOptions(**(FAST.__dict__ | {"num_quadrature_points": 2}))
+        model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+        Xt = torch.tensor([[[0.2, 0.9]], [[1.2, 1.1]]], dtype=torch.double)
+        with torch.no_grad():
+            got = model.expected_log_utility(Xt)
+            f = model.model(Xt)
+        mean, std = f.mean.squeeze(-1), f.variance.sqrt().squeeze(-1)
+        best = model.train_Y_std.max()
+
+        def log_u(v):
+            return torch.log(torch.nn.functional.softplus(v - best))
+
+        want = (log_u(mean - std) + log_u(mean + std)) / 2
+        self.assertAllClose(got, want, atol=1e-10, rtol=1e-8)
 
     def test_q_batch_monte_carlo_against_multivariate_normal(self):
         # q = 3 with strongly correlated points of unequal variance (a point on

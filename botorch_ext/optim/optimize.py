@@ -1,0 +1,182 @@
+r"""Joint EULBO optimization: choose the next query jointly with the SVGP fit.
+
+[Maus2024eulbo]_ replace "fit the SVGP by its ELBO, then maximize an acquisition
+function under it" by one problem over the candidates ``x`` and the SVGP
+parameters ``w``,
+
+    max_{x, w}  L_ELBO(w) + utility_weight * E_{q_w(f)} log u(x, f)
+
+(``botorch_ext.optim.joint_phase.eulbo``). ``optimize_eulbo`` solves it for an
+``EULBOModel``, as BoTorch's ``fit_gpytorch_mll`` fits a model it is given.
+
+Data path of one EULBO step: the model (its state ``w`` carried from the
+previous BO step, ``EULBOModel.carry_over``) -> ELBO fit (``fit_elbo``) -> warm
+start (``warm_start``: ``optimize_acqf`` on the matching acquisition,
+``qLogExpectedImprovement`` for ``"ei"``, the one-shot soft KG for ``"kg"``) ->
+the joint phase over the candidates and the selected blocks of ``w`` (by
+default L-BFGS-B on the full-data EULBO; or Algorithm 1's alternating
+minibatch Adam w- and x-steps) -> the candidates and the model's state
+(``model.last_optimization``).
+
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import torch
+from botorch.acquisition import qLogExpectedImprovement
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.optim import optimize_acqf
+from torch import Tensor
+
+from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale
+from botorch_ext.optim.fit import fit_elbo
+from botorch_ext.optim.joint_phase import adam_joint_phase, lbfgs_joint_phase
+from botorch_ext.optim.utils import ignore_optimize_acqf_retry_warnings
+from botorch_ext.validation import check_bounds, check_positive_int
+
+if TYPE_CHECKING:
+    from botorch_ext.models.eulbo import EULBOModel
+
+#: Utilities of the EULBO: soft improvement and one-shot soft KG.
+UTILITIES = ("ei", "kg")
+
+
+def optimize_eulbo(
+    model: EULBOModel,
+    bounds: Tensor,
+    q: int = 1,
+    utility: str = "ei",
+    seed: int = 0,
+    refit: bool = True,
+) -> tuple[Tensor, Tensor]:
+    r"""Choose ``q`` candidates jointly with the SVGP fit ([Maus2024eulbo]_, Alg. 1).
+
+    Maximizes the EULBO ``L_ELBO(w) + utility_weight * E_{q_w(f)} log u(x, f)``
+    over the candidates ``x`` and the blocks of ``w`` that
+    ``options.joint_parameters`` selects (all of ``w`` by default, as in
+    Algorithm 1), where ``options`` is ``model.options`` (``EULBOOptions``):
+
+    1. ``fit_elbo`` (skipped with ``refit=False``).
+    2. Warm start (``warm_start``): ``optimize_acqf`` on the matching
+       acquisition under the fitted SVGP (``qLogExpectedImprovement`` for
+       ``"ei"``; the one-shot soft KG with the SVGP held fixed for ``"kg"``,
+       over the candidates and the free points ``x'_i``).
+    3. The joint phase. The default (``joint_optimizer="lbfgs"``) is L-BFGS-B
+       on the deterministic full-data EULBO over the candidates (on the box)
+       and the selected blocks of ``w`` (unconstrained), started at the warm
+       start, so the returned EULBO is never below the warm start's and is
+       strictly higher whenever its gradient there is non-zero. Its iteration
+       budget is ``joint_max_iter`` while ``n <= lbfgs_max_n`` and
+       proportionally fewer above (``joint_iterations``), so the cost per step
+       stays bounded in ``n``. Reason: from a converged ELBO fit the
+       minibatch-Adam phase of Algorithm 1 first lowers the EULBO and its
+       stopping rule returns the warm start unchanged (measured; see the EULBO
+       page of the docs). That phase is ``joint_optimizer="adam"``: w-steps
+       (Adam, ``lr_w``, minibatch ELBO plus the expected log utility)
+       alternating (``model.alternation``) with x-steps (Adam, ``lr_x``, the
+       expected log utility), clipped at ``grad_clip``, ``x`` projected onto
+       ``bounds``, stopped by ``fit_elbo``'s rule applied to the EULBO, the
+       model left at the best state seen at the end of a round.
+
+    A non-finite EULBO restores a finite state, returns the warm-start
+    candidates and warns. ``model.last_optimization`` records the trace.
+
+    Example:
+        >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
+        >>> candidates, value = optimize_eulbo(model, bounds, q=1, utility="ei")
+
+    Args:
+        model: An ``EULBOModel``; fitted in place.
+        bounds: ``2 x d`` box (e.g. a TuRBO trust region).
+        q: Number of candidates.
+        utility: ``"ei"`` (soft improvement) or ``"kg"`` (one-shot soft
+            knowledge gradient, ``options.num_fantasies`` free points).
+        seed: Seed of the minibatches and base samples.
+        refit: Run ``fit_elbo`` first; False starts from the model's current
+            state (e.g. a fit done by the caller).
+
+    Returns:
+        ``(candidates, value)``: a ``q x d`` tensor inside ``bounds`` and the
+        final EULBO (its ELBO part on all data for the L-BFGS-B phase and for
+        ``"epochs"``, else on the check set, which is all data when ``n <=
+        options.check_size``).
+    """
+    options = model.options
+    check_bounds("bounds", bounds, model.train_X_full.shape[-1])
+    check_positive_int("q", q)
+    if utility not in UTILITIES:
+        raise ValueError(f"unknown utility {utility!r}; choose from {UTILITIES}")
+    bounds = bounds.to(model.train_X_full)
+    gen = torch.Generator().manual_seed(seed)
+    base_samples = None
+    if q > 1 or utility == "kg":
+        n_samples = options.num_fantasies if utility == "kg" else options.num_mc_samples
+        base_samples = torch.randn(n_samples, q, generator=gen, dtype=bounds.dtype).to(
+            bounds.device
+        )
+    if refit:
+        fit_elbo(model, seed=seed)
+    # For "kg", x holds the q candidates followed by the S free points x'_i.
+    x0 = warm_start(model, bounds, q, seed, utility, base_samples)
+    if options.joint_optimizer == "lbfgs":
+        return lbfgs_joint_phase(model, x0, bounds, q, utility, base_samples)
+    return adam_joint_phase(model, x0, bounds, q, utility, base_samples, gen)
+
+
+def warm_start(
+    model: EULBOModel,
+    bounds: Tensor,
+    q: int,
+    seed: int,
+    utility: str = "ei",
+    base_samples: Tensor | None = None,
+) -> Tensor:
+    r"""Algorithm 1, line 3: the conventional acquisition under the ELBO fit.
+
+    ``"ei"``: BoTorch's ``qLogExpectedImprovement``. ``"kg"``: the one-shot
+    soft-KG itself with the SVGP fixed (``qLogSoftKGModelScale``), optimized
+    over the ``q`` candidates and the ``S`` free points jointly by
+    ``optimize_acqf``, like BoTorch's one-shot ``qKnowledgeGradient``; all
+    ``q + S`` points are returned.
+
+    Example:
+        >>> x0 = warm_start(model, bounds, q=1, seed=0)
+
+    Args:
+        model: A fitted ``EULBOModel`` (held fixed).
+        bounds: ``2 x d`` box.
+        q: Number of candidates.
+        seed: Seed of ``optimize_acqf``'s initial conditions.
+        utility: ``"ei"`` or ``"kg"``.
+        base_samples: ``S x q`` standard normal draws, required for ``"kg"``.
+
+    Returns:
+        A ``q x d`` tensor (``(q + S) x d`` for ``"kg"``).
+    """
+    if utility == "kg":
+        acqf = qLogSoftKGModelScale(model, base_samples)
+        n_points = acqf.get_augmented_q_batch_size(q)
+    else:
+        best_f = model.outcome_transform.untransform(model.best_f().reshape(1, 1))
+        acqf = qLogExpectedImprovement(model, best_f=best_f[0].squeeze())
+        n_points = q
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OptimizationWarning)
+        ignore_optimize_acqf_retry_warnings()
+        torch.manual_seed(seed)
+        candidates, _ = optimize_acqf(
+            acqf,
+            bounds=bounds,
+            q=n_points,
+            num_restarts=model.options.num_restarts,
+            raw_samples=model.options.raw_samples,
+            return_full_tree=True,
+        )
+    return candidates.detach()
