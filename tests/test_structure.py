@@ -20,9 +20,6 @@ PACKAGE = "botorch_ext"
 
 #: Import cycles inside ``botorch_ext.runner`` that are being removed elsewhere;
 #: each entry is the sorted tuple of the modules on the cycle. To be emptied.
-KNOWN_RUNNER_CYCLES: list[tuple[str, ...]] = [
-    ("botorch_ext.runner.compare", "botorch_ext.runner.dask_backend"),
-]
 
 
 def package_modules() -> dict[str, Path]:
@@ -168,15 +165,7 @@ class TestStructure(unittest.TestCase):
 
     def test_no_import_cycle(self):
         cycles = find_cycles(import_graph(package_modules()))
-        unexpected = [c for c in cycles if c not in KNOWN_RUNNER_CYCLES]
-        self.assertEqual(unexpected, [], f"import cycles: {cycles}")
-
-    @unittest.expectedFailure
-    def test_no_known_runner_cycle(self):
-        # Fails while KNOWN_RUNNER_CYCLES holds a cycle that is still there;
-        # empty the list once the runner branch is merged, then drop this test.
-        cycles = find_cycles(import_graph(package_modules()))
-        self.assertFalse(any(c in cycles for c in KNOWN_RUNNER_CYCLES), cycles)
+        self.assertEqual(cycles, [], f"import cycles: {cycles}")
 
     def test_models_do_not_import_optim(self):
         graph = import_graph(package_modules())
