@@ -151,7 +151,10 @@ class EULBOOptions:
 
     @classmethod
     def table1(cls, **overrides) -> EULBOOptions:
-        r"""The paper's Table 1: the epoch rule with 30 epochs and patience 3.
+        r"""The paper's Table 1: Adam fits with the epoch rule (30 epochs, patience 3).
+
+        Both the ELBO fit and the joint phase run minibatch Adam, as in
+        Algorithm 1 of [Maus2024eulbo]_.
 
         Example:
             >>> opts = EULBOOptions.table1(num_restarts=5)
@@ -167,6 +170,7 @@ class EULBOOptions:
             "max_epochs": 30,
             "patience": 3,
             "elbo_optimizer": "adam",
+            "joint_optimizer": "adam",
         }
         settings["tol"] = 0.0
         return cls(**(settings | overrides))

@@ -292,3 +292,5 @@ class TestCollapsedELBO(BotorchTestCase):
             self.assertEqual(spy.called, expected)
         self.assertEqual(EULBOOptions().elbo_optimizer, "auto")
         self.assertEqual(EULBOOptions.table1().elbo_optimizer, "adam")
+        # The paper's setting runs Adam in both phases (Algorithm 1).
+        self.assertEqual(EULBOOptions.table1().joint_optimizer, "adam")
