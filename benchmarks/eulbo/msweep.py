@@ -104,8 +104,8 @@ def _done(path: str, budget: int) -> set:
     }
 
 
-def summary(path: str, at: int) -> None:
-    rows = list(csv.DictReader(open(path)))
+def summary(path: str, at: int, markdown: bool = False) -> None:
+    rows = [r for p in path.split(",") for r in csv.DictReader(open(p))]
     final = {}
     for r in rows:
         key = (r["problem"], int(r["m"]), r["method"], int(r["seed"]))
@@ -143,6 +143,35 @@ def summary(path: str, at: int) -> None:
     def med(xs):
         xs = sorted(xs)
         return xs[len(xs) // 2] if xs else float("nan")
+
+    if markdown:
+        print(
+            "| problem, m | method | seeds | best value at "
+            f"{at}, mean +/- s.e. | per seed | paired - ELBO (better in) | "
+            "x moved | w moved | d utility | d ELBO | final noise |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for (prob, m), by_method in sorted(groups.items()):
+            base = by_method.get("elbo-svgp") or by_method.get("turbo-elbo-svgp")
+            for method, seeds in sorted(by_method.items()):
+                mu, se = mse(list(seeds.values()))
+                per = " / ".join(f"{seeds[k]:.3f}" for k in sorted(seeds))
+                paired = ""
+                if base is not None and seeds is not base:
+                    common = sorted(set(seeds) & set(base))
+                    if common:
+                        d = [seeds[k] - base[k] for k in common]
+                        dmu, dse = mse(d)
+                        wins = sum(x < 0 for x in d)
+                        paired = f"{dmu:+.3f} +/- {dse:.3f} ({wins} of {len(d)})"
+                ev = evidence[(prob, m, method)]
+                print(
+                    f"| {prob}, {m} | `{method}` | {len(seeds)} | {mu:.3f} +/- "
+                    f"{se:.3f} | {per} | {paired} | {med(ev['moved']):.3g} | "
+                    f"{med(ev['w_moved']):.3g} | {med(ev['d_utility']):+.3g} | "
+                    f"{med(ev['d_elbo']):+.3g} | {med(ev['final_noise']):.3g} |"
+                )
+        return
 
     for (prob, m), by_method in sorted(groups.items()):
         print(f"{prob} m={m} at {at}:")
@@ -185,9 +214,10 @@ def main() -> None:
     p.add_argument("--output")
     p.add_argument("--summary")
     p.add_argument("--at", type=int, default=300)
+    p.add_argument("--markdown", action="store_true")
     args = p.parse_args()
     if args.summary:
-        summary(args.summary, args.at)
+        summary(args.summary, args.at, args.markdown)
         return
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     new = not os.path.exists(args.output)
