@@ -73,9 +73,11 @@ FLAGS = {
 
 
 def flag_message(message: str) -> str:
-    r"""A library error message with its argument names written as flags:
+    r"""A library error message with its argument names written as flags.
+
     ``n_init must be >= 1`` -> ``--n-init must be >= 1`` and
-    ``outcome_transform='standardize'`` -> ``--outcome-transform standardize``."""
+    ``outcome_transform='standardize'`` -> ``--outcome-transform standardize``.
+    """
     names = "|".join(re.escape(n) for n in sorted(FLAGS, key=len, reverse=True))
     pattern = rf"(?<![\w.-])({names})(?:='([^']*)')?(?!\w)"
 
@@ -320,8 +322,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def resume_command(argv: Sequence[str]) -> str:
-    r"""The shell command that continues ``botorch-ext ARGV``: the same
-    arguments, without ``--overwrite``, with ``--resume``."""
+    r"""The shell command that continues ``botorch-ext ARGV``.
+
+    The same arguments, without ``--overwrite``, with ``--resume``.
+    """
     args = [a for a in argv if a != "--overwrite"]
     if "--resume" not in args:
         args.append("--resume")

@@ -1,15 +1,13 @@
 r"""Parallel entropy search with a softmax-relaxed ``p_max`` (q-ES).
 
-References
-
-.. [Wilson2017reparam]
-    J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
-    reparameterization trick for acquisition functions. NeurIPS Workshop on
-    Bayesian Optimization, 2017.
-
-.. [Hennig2012entropy]
-    P. Hennig and C. J. Schuler. Entropy search for information-efficient global
-    optimization. Journal of Machine Learning Research, 2012.
+References:
+    .. [Wilson2017reparam]
+        J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
+        reparameterization trick for acquisition functions. NeurIPS Workshop on
+        Bayesian Optimization, 2017.
+    .. [Hennig2012entropy]
+        P. Hennig and C. J. Schuler. Entropy search for information-efficient global
+        optimization. Journal of Machine Learning Research, 2012.
 """
 
 from __future__ import annotations
@@ -259,8 +257,10 @@ class qES(MCAcquisitionFunction):
         return S_XX_noisy, S_RX
 
     def _exact_gp_terms(self, like: Tensor) -> tuple[Tensor, ...] | None:
-        r"""The ``X``-independent terms of the fast path of ``_cross_covariances``,
-        or None where the model does not qualify (cached like ``_prior_terms``)."""
+        r"""The ``X``-independent terms of the fast path of ``_cross_covariances``.
+
+        None where the model does not qualify (cached like ``_prior_terms``).
+        """
         key = ("exact", like.dtype, like.device)
         if key in self._prior_cache:
             return self._prior_cache[key]
@@ -337,8 +337,11 @@ class qES(MCAcquisitionFunction):
         return self._prior_cache[key]
 
     def _base_samples(self, q: int, like: Tensor) -> tuple[Tensor, Tensor]:
-        r"""Fixed normal draws: fantasies ``w`` (``F x q``) and the residual part
-        ``u`` (``J x q``) of the simulated observations, for a batch of ``q``."""
+        r"""Fixed normal draws for a batch of ``q``.
+
+        Fantasies ``w`` (``F x q``) and the residual part ``u`` (``J x q``) of the
+        simulated observations.
+        """
         key = (q, like.dtype, like.device)
         if key not in self._base_sample_cache:
             F, J = self.num_fantasies, self.num_inner_samples
@@ -360,9 +363,9 @@ class qES(MCAcquisitionFunction):
 
 
 def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
-    r"""Entropies of softmax-relaxed ``p_max`` for every fantasy, without the
-    ``fantasies x inner samples x representers`` tensor.
+    r"""Entropies of softmax-relaxed ``p_max`` for every fantasy.
 
+    Computed without the ``fantasies x inner samples x representers`` tensor.
     For fantasy ``f`` the logits of inner draw ``j`` are ``a_f + d_j`` (fantasy
     mean plus conditioned deviation, both divided by tau), and
     ``p_f = mean_j softmax(a_f + d_j)``. The softmax factorizes: with

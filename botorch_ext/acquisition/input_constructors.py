@@ -1,5 +1,7 @@
-r"""Input constructors registered with BoTorch, so Ax-style code can build the
-acquisition functions of this package from a model and its training data.
+r"""Input constructors registered with BoTorch for this package's acquisition functions.
+
+They let Ax-style code build the acquisition functions of this package from a
+model and its training data.
 
 Importing ``botorch_ext.acquisition`` registers them; afterwards
 ``get_acqf_input_constructor(qUCB)(model=model, training_data=dataset)`` returns

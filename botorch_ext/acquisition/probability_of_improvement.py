@@ -1,11 +1,10 @@
 r"""Soft (sigmoid-relaxed) parallel probability of improvement, in linear and log space.
 
-References
-
-.. [Wilson2017reparam]
-    J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
-    reparameterization trick for acquisition functions. NeurIPS Workshop on
-    Bayesian Optimization, 2017.
+References:
+    .. [Wilson2017reparam]
+        J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
+        reparameterization trick for acquisition functions. NeurIPS Workshop on
+        Bayesian Optimization, 2017.
 """
 
 from __future__ import annotations

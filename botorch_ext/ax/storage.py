@@ -56,8 +56,10 @@ def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
 def register_storage(
     acquisition_functions: tuple[type, ...], kernels: tuple[type, ...]
 ) -> None:
-    r"""Add the classes (see the module docstring) to Ax's JSON and SQL
-    registries. Idempotent."""
+    r"""Add the classes (see the module docstring) to Ax's JSON and SQL registries.
+
+    Idempotent.
+    """
     for acqf_class in acquisition_functions:
         register_acquisition_function(acqf_class)
     for kernel_class in kernels:
