@@ -12,6 +12,8 @@ References:
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import torch
 from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.monte_carlo import MCAcquisitionFunction
@@ -23,6 +25,7 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.sampling.qmc import NormalQMCEngine
 from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import concatenate_pending_points, t_batch_mode_transform
+from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.models import ExactGP
 from linear_operator.utils.cholesky import psd_safe_cholesky
@@ -106,6 +109,9 @@ class qES(MCAcquisitionFunction):
         ... )
     """
 
+    representer_points: Tensor
+    tau: Tensor
+
     def __init__(
         self,
         model: Model,
@@ -169,10 +175,11 @@ class qES(MCAcquisitionFunction):
         self.num_inner_samples = num_inner_samples
         self.seed = seed
         self._base_sample_cache: dict[tuple, tuple[Tensor, Tensor]] = {}
-        self._prior_cache: dict[tuple, tuple[Tensor, ...]] = {}
+        # Holds the tuples of ``_prior_terms`` and of ``_exact_gp_terms`` (or None).
+        self._prior_cache: dict[tuple, Any] = {}
 
     @concatenate_pending_points
-    @t_batch_mode_transform()
+    @t_batch_mode_transform()  # type: ignore[arg-type]  # typed for the base class
     def forward(self, X: Tensor) -> Tensor:
         r"""Evaluate q-ES on the candidate set ``X``.
 
@@ -236,13 +243,19 @@ class qES(MCAcquisitionFunction):
             # The observation noise only adds to the diagonal, so the cross
             # block S_RX is the noiseless one and the X block is S_XX + N, with
             # outcome transforms and fixed or heteroskedastic noise respected.
-            cov = self.model.posterior(
-                XR, observation_noise=True, posterior_transform=self.posterior_transform
-            ).distribution.covariance_matrix  # b x (q + m) x (q + m)
+            posterior = cast(
+                GPyTorchPosterior,
+                self.model.posterior(
+                    XR,
+                    observation_noise=True,
+                    posterior_transform=self.posterior_transform,
+                ),
+            )
+            cov = posterior.distribution.covariance_matrix  # b x (q + m) x (q + m)
             q = X.shape[-2]
             return cov[..., :q, :q], cov[..., q:, :q]
         DR, n, L_K, W_R, noise, scale = cache
-        covar_module = self.model.covar_module
+        covar_module = cast(Kernel, self.model.covar_module)
         X_t = self.model.transform_inputs(X)
         batch = X_t.shape[:-2]
         # One kernel call for the training and representer rows: GPyTorch's
@@ -346,6 +359,7 @@ class qES(MCAcquisitionFunction):
         if key not in self._base_sample_cache:
             F, J = self.num_fantasies, self.num_inner_samples
             w = NormalQMCEngine(d=q, seed=self.seed, inv_transform=True).draw(F)
+            assert w is not None  # draw returns None only when given `out`
             # u pairs index-by-index with the Sobol z, so it must not be Sobol
             # too: two scrambled Sobol sequences are dependent at equal indices.
             gen = torch.Generator().manual_seed(self.seed + 2)
@@ -359,7 +373,9 @@ class qES(MCAcquisitionFunction):
     def _inner_base_samples(self, m: int, like: Tensor) -> Tensor:
         r"""Fixed normal draws ``z`` (``J x m``) for ``f(R)``."""
         engine = NormalQMCEngine(d=m, seed=self.seed + 1, inv_transform=True)
-        return engine.draw(self.num_inner_samples).to(like.device, like.dtype)
+        z = engine.draw(self.num_inner_samples)
+        assert z is not None  # draw returns None only when given `out`
+        return z.to(like.device, like.dtype)
 
 
 def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
@@ -519,7 +535,8 @@ def draw_representer_points(
         )
     with torch.no_grad():
         posterior = model.posterior(pool, posterior_transform=posterior_transform)
-        mean = posterior.mean
+        # The stubs' Posterior declares no mean; BoTorch's posteriors have one.
+        mean = posterior.mean  # type: ignore[attr-defined]
         log_ei = LogExpectedImprovement(
             model=model, best_f=mean.max(), posterior_transform=posterior_transform
         )(pool.unsqueeze(-2))
@@ -534,7 +551,7 @@ def draw_representer_points(
                 dtype=pool.dtype,
                 device=pool.device,
             )
-            S = posterior.distribution.covariance_matrix
+            S = cast(GPyTorchPosterior, posterior).distribution.covariance_matrix
             jitter = _RELATIVE_JITTER[pool.dtype] * S.diagonal().mean()
             L = psd_safe_cholesky(S + jitter * torch.eye(*S.shape[-2:]).to(S))
             draws = mean.squeeze(-1) + z @ L.transpose(-1, -2)
@@ -577,7 +594,8 @@ def _around_best(
         X_baseline = train_inputs[0]
     X = X_baseline.to(bounds).reshape(-1, X_baseline.shape[-1])
     with torch.no_grad():
-        mean = model.posterior(X, posterior_transform=posterior_transform).mean
+        posterior = model.posterior(X, posterior_transform=posterior_transform)
+        mean = posterior.mean  # type: ignore[attr-defined]  # as in the caller
         mean = mean.reshape(X.shape[0], -1).mean(-1)
     k = max(1, int(0.05 * X.shape[0]))
     best = X[mean.topk(k).indices]

@@ -48,9 +48,10 @@ def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
             f"Stored EULBOOptions has unknown fields {unknown}; this version of "
             "botorch_ext cannot read it."
         )
-    return EULBOOptions(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
-    )
+    kwargs: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()
+    }
+    return EULBOOptions(**kwargs)
 
 
 def register_storage(
