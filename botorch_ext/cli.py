@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, NoReturn
 
 from botorch_ext import __version__
 from botorch_ext.runner.backends.dask import RunFailedOnWorkers, SchedulerLost
@@ -42,7 +43,7 @@ from botorch_ext.runner.methods import (
 from botorch_ext.runner.problems import PROBLEMS, botorch_function_names, get_problem
 
 #: The ``demo`` comparison: small enough for about two minutes on 2 cores.
-DEMO = {
+DEMO: dict[str, Any] = {
     "problem": "hartmann6",
     "methods": ("sobol", "qlogei", "qucb", "qlogsoftpi", "qes"),
     "seeds": (0, 1, 2, 3),
@@ -73,9 +74,11 @@ FLAGS = {
 
 
 def flag_message(message: str) -> str:
-    r"""A library error message with its argument names written as flags:
+    r"""A library error message with its argument names written as flags.
+
     ``n_init must be >= 1`` -> ``--n-init must be >= 1`` and
-    ``outcome_transform='standardize'`` -> ``--outcome-transform standardize``."""
+    ``outcome_transform='standardize'`` -> ``--outcome-transform standardize``.
+    """
     names = "|".join(re.escape(n) for n in sorted(FLAGS, key=len, reverse=True))
     pattern = rf"(?<![\w.-])({names})(?:='([^']*)')?(?!\w)"
 
@@ -87,7 +90,7 @@ def flag_message(message: str) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit status 2
+    def error(self, message: str) -> NoReturn:  # one line, exit status 2
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
@@ -320,8 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def resume_command(argv: Sequence[str]) -> str:
-    r"""The shell command that continues ``botorch-ext ARGV``: the same
-    arguments, without ``--overwrite``, with ``--resume``."""
+    r"""The shell command that continues ``botorch-ext ARGV``.
+
+    The same arguments, without ``--overwrite``, with ``--resume``.
+    """
     args = [a for a in argv if a != "--overwrite"]
     if "--resume" not in args:
         args.append("--resume")

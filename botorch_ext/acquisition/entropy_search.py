@@ -1,18 +1,18 @@
 r"""Parallel entropy search with a softmax-relaxed ``p_max`` (q-ES).
 
-References
-
-.. [Wilson2017reparam]
-    J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
-    reparameterization trick for acquisition functions. NeurIPS Workshop on
-    Bayesian Optimization, 2017.
-
-.. [Hennig2012entropy]
-    P. Hennig and C. J. Schuler. Entropy search for information-efficient global
-    optimization. Journal of Machine Learning Research, 2012.
+References:
+    .. [Wilson2017reparam]
+        J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
+        reparameterization trick for acquisition functions. NeurIPS Workshop on
+        Bayesian Optimization, 2017.
+    .. [Hennig2012entropy]
+        P. Hennig and C. J. Schuler. Entropy search for information-efficient global
+        optimization. Journal of Machine Learning Research, 2012.
 """
 
 from __future__ import annotations
+
+from typing import Any, cast
 
 import torch
 from botorch.acquisition.analytic import LogExpectedImprovement
@@ -25,6 +25,7 @@ from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.sampling.qmc import NormalQMCEngine
 from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import concatenate_pending_points, t_batch_mode_transform
+from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.models import ExactGP
 from linear_operator.utils.cholesky import psd_safe_cholesky
@@ -108,6 +109,9 @@ class qES(MCAcquisitionFunction):
         ... )
     """
 
+    representer_points: Tensor
+    tau: Tensor
+
     def __init__(
         self,
         model: Model,
@@ -171,10 +175,11 @@ class qES(MCAcquisitionFunction):
         self.num_inner_samples = num_inner_samples
         self.seed = seed
         self._base_sample_cache: dict[tuple, tuple[Tensor, Tensor]] = {}
-        self._prior_cache: dict[tuple, tuple[Tensor, ...]] = {}
+        # Holds the tuples of ``_prior_terms`` and of ``_exact_gp_terms`` (or None).
+        self._prior_cache: dict[tuple, Any] = {}
 
     @concatenate_pending_points
-    @t_batch_mode_transform()
+    @t_batch_mode_transform()  # type: ignore[arg-type]  # typed for the base class
     def forward(self, X: Tensor) -> Tensor:
         r"""Evaluate q-ES on the candidate set ``X``.
 
@@ -238,13 +243,19 @@ class qES(MCAcquisitionFunction):
             # The observation noise only adds to the diagonal, so the cross
             # block S_RX is the noiseless one and the X block is S_XX + N, with
             # outcome transforms and fixed or heteroskedastic noise respected.
-            cov = self.model.posterior(
-                XR, observation_noise=True, posterior_transform=self.posterior_transform
-            ).distribution.covariance_matrix  # b x (q + m) x (q + m)
+            posterior = cast(
+                GPyTorchPosterior,
+                self.model.posterior(
+                    XR,
+                    observation_noise=True,
+                    posterior_transform=self.posterior_transform,
+                ),
+            )
+            cov = posterior.distribution.covariance_matrix  # b x (q + m) x (q + m)
             q = X.shape[-2]
             return cov[..., :q, :q], cov[..., q:, :q]
         DR, n, L_K, W_R, noise, scale = cache
-        covar_module = self.model.covar_module
+        covar_module = cast(Kernel, self.model.covar_module)
         X_t = self.model.transform_inputs(X)
         batch = X_t.shape[:-2]
         # One kernel call for the training and representer rows: GPyTorch's
@@ -259,8 +270,10 @@ class qES(MCAcquisitionFunction):
         return S_XX_noisy, S_RX
 
     def _exact_gp_terms(self, like: Tensor) -> tuple[Tensor, ...] | None:
-        r"""The ``X``-independent terms of the fast path of ``_cross_covariances``,
-        or None where the model does not qualify (cached like ``_prior_terms``)."""
+        r"""The ``X``-independent terms of the fast path of ``_cross_covariances``.
+
+        None where the model does not qualify (cached like ``_prior_terms``).
+        """
         key = ("exact", like.dtype, like.device)
         if key in self._prior_cache:
             return self._prior_cache[key]
@@ -337,12 +350,16 @@ class qES(MCAcquisitionFunction):
         return self._prior_cache[key]
 
     def _base_samples(self, q: int, like: Tensor) -> tuple[Tensor, Tensor]:
-        r"""Fixed normal draws: fantasies ``w`` (``F x q``) and the residual part
-        ``u`` (``J x q``) of the simulated observations, for a batch of ``q``."""
+        r"""Fixed normal draws for a batch of ``q``.
+
+        Fantasies ``w`` (``F x q``) and the residual part ``u`` (``J x q``) of the
+        simulated observations.
+        """
         key = (q, like.dtype, like.device)
         if key not in self._base_sample_cache:
             F, J = self.num_fantasies, self.num_inner_samples
             w = NormalQMCEngine(d=q, seed=self.seed, inv_transform=True).draw(F)
+            assert w is not None  # draw returns None only when given `out`
             # u pairs index-by-index with the Sobol z, so it must not be Sobol
             # too: two scrambled Sobol sequences are dependent at equal indices.
             gen = torch.Generator().manual_seed(self.seed + 2)
@@ -356,13 +373,15 @@ class qES(MCAcquisitionFunction):
     def _inner_base_samples(self, m: int, like: Tensor) -> Tensor:
         r"""Fixed normal draws ``z`` (``J x m``) for ``f(R)``."""
         engine = NormalQMCEngine(d=m, seed=self.seed + 1, inv_transform=True)
-        return engine.draw(self.num_inner_samples).to(like.device, like.dtype)
+        z = engine.draw(self.num_inner_samples)
+        assert z is not None  # draw returns None only when given `out`
+        return z.to(like.device, like.dtype)
 
 
 def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
-    r"""Entropies of softmax-relaxed ``p_max`` for every fantasy, without the
-    ``fantasies x inner samples x representers`` tensor.
+    r"""Entropies of softmax-relaxed ``p_max`` for every fantasy.
 
+    Computed without the ``fantasies x inner samples x representers`` tensor.
     For fantasy ``f`` the logits of inner draw ``j`` are ``a_f + d_j`` (fantasy
     mean plus conditioned deviation, both divided by tau), and
     ``p_f = mean_j softmax(a_f + d_j)``. The softmax factorizes: with
@@ -516,7 +535,8 @@ def draw_representer_points(
         )
     with torch.no_grad():
         posterior = model.posterior(pool, posterior_transform=posterior_transform)
-        mean = posterior.mean
+        # The stubs' Posterior declares no mean; BoTorch's posteriors have one.
+        mean = posterior.mean  # type: ignore[attr-defined]
         log_ei = LogExpectedImprovement(
             model=model, best_f=mean.max(), posterior_transform=posterior_transform
         )(pool.unsqueeze(-2))
@@ -531,7 +551,7 @@ def draw_representer_points(
                 dtype=pool.dtype,
                 device=pool.device,
             )
-            S = posterior.distribution.covariance_matrix
+            S = cast(GPyTorchPosterior, posterior).distribution.covariance_matrix
             jitter = _RELATIVE_JITTER[pool.dtype] * S.diagonal().mean()
             L = psd_safe_cholesky(S + jitter * torch.eye(*S.shape[-2:]).to(S))
             draws = mean.squeeze(-1) + z @ L.transpose(-1, -2)
@@ -574,7 +594,8 @@ def _around_best(
         X_baseline = train_inputs[0]
     X = X_baseline.to(bounds).reshape(-1, X_baseline.shape[-1])
     with torch.no_grad():
-        mean = model.posterior(X, posterior_transform=posterior_transform).mean
+        posterior = model.posterior(X, posterior_transform=posterior_transform)
+        mean = posterior.mean  # type: ignore[attr-defined]  # as in the caller
         mean = mean.reshape(X.shape[0], -1).mean(-1)
     k = max(1, int(0.05 * X.shape[0]))
     best = X[mean.topk(k).indices]

@@ -1,5 +1,7 @@
-r"""Input constructors registered with BoTorch, so Ax-style code can build the
-acquisition functions of this package from a model and its training data.
+r"""Input constructors registered with BoTorch for this package's acquisition functions.
+
+They let Ax-style code build the acquisition functions of this package from a
+model and its training data.
 
 Importing ``botorch_ext.acquisition`` registers them; afterwards
 ``get_acqf_input_constructor(qUCB)(model=model, training_data=dataset)`` returns
@@ -33,12 +35,11 @@ whatever the scale of ``Y``; an explicit ``tau`` is used as given.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, TypeAlias, TypeVar
 
 import torch
 from botorch.acquisition.input_constructors import (
-    MaybeDict,
     _get_dataset_field,
     acqf_input_constructor,
     get_best_f_analytic,
@@ -64,6 +65,11 @@ from botorch_ext.acquisition.probability_of_improvement import (
 )
 from botorch_ext.acquisition.soft_kg import DEFAULT_NUM_FANTASIES, qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
+
+T = TypeVar("T")
+#: One dataset or a dict of them keyed by outcome (BoTorch's ``MaybeDict``, which
+#: it defines without ``TypeAlias``, so type checkers cannot use it).
+MaybeDict: TypeAlias = T | dict[Hashable, T]
 
 #: ``beta`` used in the q-UCB experiments of [Wilson2017reparam]_.
 DEFAULT_BETA = math.sqrt(3.0)
@@ -465,7 +471,7 @@ def training_objective_scale(
     """
     X = _get_dataset_field(training_data, "X", first_only=True, assert_shared=True)
     Y = _get_dataset_field(
-        training_data, "Y", join_rule=lambda ts: torch.cat(ts, dim=-1)
+        training_data, "Y", join_rule=lambda ts: torch.cat(list(ts), dim=-1)
     )
     if posterior_transform is not None:
         Y_dim = Y.dim()

@@ -1,11 +1,10 @@
 r"""Soft (sigmoid-relaxed) parallel probability of improvement, in linear and log space.
 
-References
-
-.. [Wilson2017reparam]
-    J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
-    reparameterization trick for acquisition functions. NeurIPS Workshop on
-    Bayesian Optimization, 2017.
+References:
+    .. [Wilson2017reparam]
+        J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
+        reparameterization trick for acquisition functions. NeurIPS Workshop on
+        Bayesian Optimization, 2017.
 """
 
 from __future__ import annotations
@@ -111,7 +110,7 @@ class qSoftPI(qProbabilityOfImprovement):
             objective=objective,
             posterior_transform=posterior_transform,
             X_pending=X_pending,
-            tau=tau,
+            tau=tau,  # type: ignore[arg-type]  # BoTorch takes a tensor too (as_tensor)
             constraints=constraints,
             eta=eta,
         )
@@ -158,6 +157,8 @@ class qLogSoftPI(SampleReducingMCAcquisitionFunction):
     """
 
     _log: bool = True
+    best_f: Tensor
+    tau: Tensor
 
     def __init__(
         self,
@@ -203,7 +204,8 @@ class qLogSoftPI(SampleReducingMCAcquisitionFunction):
             constraints=constraints,
             eta=eta,
             sample_reduction=logmeanexp,
-            q_reduction=torch.amax,
+            # The stub names amax's tensor argument `input`, the protocol `X`.
+            q_reduction=torch.amax,  # type: ignore[arg-type]
         )
         # The trailing singleton aligns a batched ``best_f`` with ``batch_shape x q``.
         self.register_buffer("best_f", torch.as_tensor(best_f).unsqueeze(-1))

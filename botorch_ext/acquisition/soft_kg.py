@@ -19,13 +19,14 @@ References:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, cast
 
 import torch
 from botorch.acquisition.acquisition import OneShotAcquisitionFunction
 from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions.errors import UnsupportedError
 from botorch.models.model import Model
+from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.utils.safe_math import log_softplus
 from botorch.utils.sampling import draw_sobol_normal_samples
 from botorch.utils.transforms import t_batch_mode_transform
@@ -151,6 +152,9 @@ class qLogSoftKG(OneShotAcquisitionFunction):
         ... )
     """
 
+    best_f: Tensor
+    tau: Tensor
+
     def __init__(
         self,
         model: Model,
@@ -267,8 +271,11 @@ class qLogSoftKG(OneShotAcquisitionFunction):
                 f"{self.num_fantasies}, got {X.shape[-2]}; see "
                 "`get_augmented_q_batch_size`."
             )
-        posterior = self.model.posterior(
-            X, observation_noise=True, posterior_transform=self.posterior_transform
+        posterior = cast(
+            GPyTorchPosterior,
+            self.model.posterior(
+                X, observation_noise=True, posterior_transform=self.posterior_transform
+            ),
         )
         if posterior.mean.shape[-1] != 1:
             raise UnsupportedError(
@@ -280,7 +287,7 @@ class qLogSoftKG(OneShotAcquisitionFunction):
             mvn.mean, mvn.lazy_covariance_matrix, self.get_base_samples(q, X)
         )
 
-    @t_batch_mode_transform()
+    @t_batch_mode_transform()  # type: ignore[arg-type]  # typed for the base class
     def forward(self, X: Tensor) -> Tensor:
         r"""Evaluate the one-shot soft KG.
 
@@ -327,10 +334,15 @@ class qLogSoftKGModelScale(qLogSoftKG):
         base_samples: ``S x q`` standard normal draws, fixed.
     """
 
+    base_samples: Tensor
+
     def __init__(self, model: FantasyMeansModel, base_samples: Tensor) -> None:
         r"""Use ``model.best_f()`` as ``c+``; see the class docstring for the args."""
-        super().__init__(model=model, best_f=model.best_f(), base_samples=base_samples)
+        super().__init__(
+            model=cast(Model, model), best_f=model.best_f(), base_samples=base_samples
+        )
 
     def fantasy_means(self, X: Tensor) -> Tensor:
         r"""The model's own conditional means at ``X`` (``batch x (q + S) x d``)."""
-        return self.model.fantasy_means(X, self.base_samples)
+        model = cast(FantasyMeansModel, self.model)
+        return model.fantasy_means(X, self.base_samples)

@@ -1,11 +1,10 @@
 r"""Parallel upper confidence bound (q-UCB) with the exact posterior mean.
 
-References
-
-.. [Wilson2017reparam]
-    J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
-    reparameterization trick for acquisition functions. NeurIPS Workshop on
-    Bayesian Optimization, 2017.
+References:
+    .. [Wilson2017reparam]
+        J. T. Wilson, R. Moriconi, F. Hutter and M. P. Deisenroth. The
+        reparameterization trick for acquisition functions. NeurIPS Workshop on
+        Bayesian Optimization, 2017.
 """
 
 from __future__ import annotations
@@ -166,9 +165,10 @@ class qUCB(qUpperConfidenceBound):
 
 
 def _exact_mean(posterior) -> Tensor | None:
-    r"""The posterior mean, or None where the posterior cannot provide it (e.g. a
-    ``TransformedPosterior`` under a non-linear outcome transform such as
-    ``Bilog``, whose mean has no closed form).
+    r"""The posterior mean, or None where the posterior cannot provide it.
+
+    E.g. a ``TransformedPosterior`` under a non-linear outcome transform such as
+    ``Bilog``, whose mean has no closed form.
     """
     try:
         return posterior.mean

@@ -1,6 +1,8 @@
-r"""Ax integration: ``EULBOModel`` (and BoTorch's ``SingleTaskVariationalGP``)
-fitted inside Ax's modular BoTorch loop, the EULBO joint step as an Ax
-``Acquisition``, and Ax's storage registries.
+r"""Ax integration: models, the EULBO joint step and storage registries.
+
+``EULBOModel`` (and BoTorch's ``SingleTaskVariationalGP``) fitted inside Ax's
+modular BoTorch loop, the EULBO joint step as an Ax ``Acquisition``, and Ax's
+storage registries.
 
 ``register()`` does all of it (see its docstring); the pieces live in
 ``botorch_ext.ax.surrogate`` (how Ax builds and fits the models),

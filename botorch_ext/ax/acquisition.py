@@ -29,11 +29,10 @@ For a maximized objective the joint step updates the surrogate's model in
 place, so the next trial continues from the jointly optimized ``w``
 (Algorithm 1).
 
-References
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 from ax.core.search_space import SearchSpaceDigest
@@ -174,16 +173,16 @@ class EULBOAcquisition(Acquisition):
                 candidate_set=candidate_set,
                 sampling_strategy=sampling_strategy,
             )
-        for name, value in (
+        for name, setting in (
             ("inequality_constraints", inequality_constraints),
             ("equality_constraints", equality_constraints),
             ("fixed_features", fixed_features),
             ("discrete_choices", search_space_digest.discrete_choices),
         ):
-            if value:
+            if setting:
                 raise UnsupportedError(
                     f"EULBOAcquisition optimizes over a box and does not support "
-                    f"{name} (got {value}); use Ax's default Acquisition."
+                    f"{name} (got {setting}); use Ax's default Acquisition."
                 )
         if self.X_pending is not None and len(self.X_pending):
             warnings.warn(
@@ -192,13 +191,14 @@ class EULBOAcquisition(Acquisition):
                 UserWarning,
                 stacklevel=2,
             )
+        assert self.objective_weights is not None  # Ax sets them from the config
         weights = self.objective_weights.reshape(-1)
         if weights.numel() != 1 or weights.item() == 0:
             raise UnsupportedError(
                 "EULBOAcquisition needs a single objective; got objective weights "
                 f"{weights.tolist()}."
             )
-        model = self.surrogate.model
+        model = cast(EULBOModel, self.surrogate.model)  # checked in __init__
         if weights.item() < 0:
             model = negated_model(model, self.surrogate.training_data[0])
         bounds = torch.tensor(

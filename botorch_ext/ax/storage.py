@@ -48,16 +48,19 @@ def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
             f"Stored EULBOOptions has unknown fields {unknown}; this version of "
             "botorch_ext cannot read it."
         )
-    return EULBOOptions(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
-    )
+    kwargs: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()
+    }
+    return EULBOOptions(**kwargs)
 
 
 def register_storage(
     acquisition_functions: tuple[type, ...], kernels: tuple[type, ...]
 ) -> None:
-    r"""Add the classes (see the module docstring) to Ax's JSON and SQL
-    registries. Idempotent."""
+    r"""Add the classes (see the module docstring) to Ax's JSON and SQL registries.
+
+    Idempotent.
+    """
     for acqf_class in acquisition_functions:
         register_acquisition_function(acqf_class)
     for kernel_class in kernels:

@@ -38,11 +38,10 @@ BoTorch's ``SingleTaskVariationalGP`` and for ``EULBOModel``:
   BoTorch's ``fit_gpytorch_mll`` with any of the approximate bounds in
   ``APPROXIMATE_MLLS``.
 
-References
-
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian Optimization. NeurIPS 2024.
+References:
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian Optimization. NeurIPS 2024.
 """
 
 from __future__ import annotations
@@ -188,8 +187,10 @@ def _base_inputs(
     search_space_digest: SearchSpaceDigest,
     surrogate: Surrogate,
 ) -> dict[str, Any]:
-    r"""Ax's own arguments (data, transforms, ``covar_module_class``), with the
-    ``model_options`` held back (``Model.construct_inputs`` takes none)."""
+    r"""Ax's own arguments (data, transforms, ``covar_module_class``).
+
+    The ``model_options`` are held back (``Model.construct_inputs`` takes none).
+    """
     _check_search_space(search_space_digest, botorch_model_class)
     base = submodel_input_constructor.dispatch(Model)
     return base(

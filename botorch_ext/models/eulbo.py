@@ -152,6 +152,8 @@ class EULBOModel(SingleTaskVariationalGP):
         >>> model = model.carry_over(train_X_new, train_Y_new)
     """
 
+    num_inducing_points: int
+
     def __init__(
         self,
         train_X: Tensor,
@@ -279,10 +281,12 @@ class EULBOModel(SingleTaskVariationalGP):
     ) -> None:
         r"""Carry ``previous``'s SVGP state over, or start ``q(u)`` at its optimum."""
         if carried:
+            assert previous is not None  # carried only from a previous EULBOModel
             self.model.load_state_dict(previous.model.state_dict())
             rescale_carried_state(self, previous)
             return
         if grown:
+            assert previous is not None  # grown only from a previous EULBOModel
             mean_state = previous.model.mean_module.state_dict()
             self.model.mean_module.load_state_dict(mean_state)
             rescale_carried_state(self, previous)
@@ -393,7 +397,10 @@ class EULBOModel(SingleTaskVariationalGP):
             strategy.variational_params_initialized.fill_(1)
         strategy._clear_cache()
 
-    def load_state_dict(self, state_dict, strict: bool = True, **kwargs):
+    # BoTorch's keep_transforms and assign arrive (ignored) as keywords only.
+    def load_state_dict(  # type: ignore[override]
+        self, state_dict, strict: bool = True, **kwargs
+    ):
         r"""Load parameters and buffers (the outcome standardization included).
 
         BoTorch's ``Model.load_state_dict`` re-derives the transformed training
@@ -503,7 +510,9 @@ class EULBOModel(SingleTaskVariationalGP):
         """
         strategy = self.model.variational_strategy
         variational = {id(p) for p in strategy._variational_distribution.parameters()}
-        blocks = {block: [] for block in JOINT_PARAMETER_BLOCKS}
+        blocks: dict[str, list[Parameter]] = {
+            block: [] for block in JOINT_PARAMETER_BLOCKS
+        }
         for p in self.parameters():
             if not p.requires_grad:
                 continue

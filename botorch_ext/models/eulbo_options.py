@@ -12,6 +12,7 @@ References:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from botorch_ext.acquisition.eulbo_utilities import DEFAULT_NUM_QUADRATURE_POINTS
 from botorch_ext.validation import check_positive, check_positive_int
@@ -165,7 +166,7 @@ class EULBOOptions:
         Returns:
             The options.
         """
-        settings = {
+        settings: dict[str, Any] = {
             "convergence": "epochs",
             "max_epochs": 30,
             "patience": 3,
@@ -225,6 +226,7 @@ def joint_parameter_blocks(joint_parameters: str | tuple[str, ...]) -> tuple[str
     Raises:
         ValueError: For an unknown or empty selection, naming the value.
     """
+    names: tuple[str, ...]
     if isinstance(joint_parameters, str):
         names = (
             JOINT_PARAMETER_BLOCKS if joint_parameters == "all" else (joint_parameters,)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import gpytorch
 import torch
 from botorch.models.model import Model
 from botorch.models.transforms.input import InputTransform
@@ -75,7 +76,7 @@ def check_training_data(train_X: Tensor, train_Y: Tensor) -> None:
             )
 
 
-def enforce_floor(module: torch.nn.Module, name: str) -> torch.nn.Module:
+def enforce_floor(module: gpytorch.Module, name: str) -> gpytorch.Module:
     r"""Enforce the ``GreaterThan`` floor of ``raw_{name}`` by a softplus transform.
 
     BoTorch's default likelihood and covariance leave their floors untransformed
@@ -276,6 +277,7 @@ def initial_inducing_points(
     """
     m_previous = None if previous is None else previous.num_inducing_points
     if carry and m_previous is not None and m_previous <= m:
+        assert previous is not None  # m_previous is its number of points
         Z = previous.model.variational_strategy.inducing_points.detach()
         Z = Z.clone().to(model_X)
         if m_previous < m:

@@ -160,7 +160,9 @@ def warm_start(
     Returns:
         A ``q x d`` tensor (``(q + S) x d`` for ``"kg"``).
     """
+    acqf: qLogSoftKGModelScale | qLogExpectedImprovement
     if utility == "kg":
+        assert base_samples is not None  # required for "kg" (see Args)
         acqf = qLogSoftKGModelScale(model, base_samples)
         n_points = acqf.get_augmented_q_batch_size(q)
     else:

@@ -8,15 +8,14 @@ after ``failure_tolerance = ceil(max(4 / q, d / q))`` consecutive failures, capp
 at 1.6 and restarted below ``0.5^7``. [Maus2024eulbo]_ use these settings with
 both exact GPs and the EULBO-fitted SVGP.
 
-References
-
-.. [Eriksson2019turbo]
-    D. Eriksson, M. Pearce, J. Gardner, R. D. Turner and M. Poloczek. Scalable
-    Global Optimization via Local Bayesian Optimization. NeurIPS 2019.
-.. [Maus2024eulbo]
-    N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
-    Approximation-Aware Bayesian
-    Optimization. NeurIPS 2024.
+References:
+    .. [Eriksson2019turbo]
+        D. Eriksson, M. Pearce, J. Gardner, R. D. Turner and M. Poloczek. Scalable
+        Global Optimization via Local Bayesian Optimization. NeurIPS 2019.
+    .. [Maus2024eulbo]
+        N. Maus, K. Kim, G. Pleiss, D. Eriksson, J. P. Cunningham and J. R. Gardner.
+        Approximation-Aware Bayesian
+        Optimization. NeurIPS 2024.
 """
 
 from __future__ import annotations
