@@ -1,6 +1,8 @@
-r"""The acquisition-function methods of the runner: ``acquisition_method`` turns
-an acquisition class into a method (fit the model, build the acquisition with
-BoTorch's input constructor, maximize it with ``optimize_acqf``)."""
+r"""The runner's acquisition-function methods.
+
+``acquisition_method`` turns an acquisition class into a method (fit the model, build
+the acquisition with BoTorch's input constructor, maximize it with ``optimize_acqf``).
+"""
 
 from __future__ import annotations
 
@@ -33,8 +35,10 @@ def acquisition_method(
     late_kwargs: Callable[[], dict] | None = None,
     **constructor_kwargs,
 ) -> Method:
-    r"""A runner method that fits a ``SingleTaskGP`` and maximizes an acquisition
-    function built by BoTorch's registered input constructor (as Ax builds it).
+    r"""A runner method: fit a ``SingleTaskGP``, maximize an acquisition function.
+
+    The acquisition function is built by BoTorch's registered input constructor (as Ax
+    builds it).
 
     Each call fits the model on the run's data (``fit_model``), builds the
     acquisition function and returns ``optimize_acqf``'s batch. After a call,

@@ -1,5 +1,7 @@
-r"""Evaluating the objective: what counts as a failed evaluation, what the run does
-after one, and evaluations that can be abandoned after a timeout.
+r"""Evaluating the objective.
+
+What counts as a failed evaluation, what the run does after one, and evaluations that
+can be abandoned after a timeout.
 
 An evaluation fails when the objective returns a non-finite value (NaN, inf),
 raises, or runs past ``FaultPolicy.eval_timeout``. A failed evaluation is a row
@@ -163,8 +165,10 @@ def outcomes(problem: Problem, X: Tensor) -> list[Outcome]:
 
 
 class Evaluator:
-    r"""Evaluates batches of one run's problem, in this process or, with a
-    timeout, in a child process that is killed when a batch runs too long.
+    r"""Evaluates batches of one run's problem.
+
+    In this process or, with a timeout, in a child process that is killed when a batch
+    runs too long.
 
     Use as a context manager: the child process ends with the block.
 

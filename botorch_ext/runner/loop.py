@@ -71,8 +71,10 @@ class RunConfig:
     options: MethodOptions = field(default_factory=MethodOptions)
 
     def validate(self) -> None:
-        r"""Raise ``ArgumentError`` (a ``ValueError``) naming the argument for any
-        bad setting."""
+        r"""Raise ``ArgumentError`` naming the argument for any bad setting.
+
+        ``ArgumentError`` is a ``ValueError``.
+        """
         get_problem(self.problem, self.dim)
         get_method(self.method)
         if self.q < 1:
@@ -231,8 +233,11 @@ class _Data:
             self.best = min(self.best, row["value"])
 
     def training_data(self) -> tuple[torch.Tensor, torch.Tensor, bool]:
-        r"""``(X, Y, model_based)`` for the next proposal; a model-based method
-        without a single successful point is replaced by Sobol points."""
+        r"""``(X, Y, model_based)`` for the next proposal.
+
+        A model-based method without a single successful point is replaced by Sobol
+        points.
+        """
         if not self.model_based:
             return self.X, self.Y, False
         if not bool(self.ok.any()):

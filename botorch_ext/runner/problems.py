@@ -58,8 +58,6 @@ The EULBO paper [Maus2024eulbo]_ also runs the 60-D rover trajectory problem of
   (as the reference code does); with fewer than four left the spline degree drops
   (the reference code raises there).
 
-References
-
 .. [Oh2018bock]
     C. Oh, E. Gavves and M. Welling. BOCK: Bayesian Optimization with Cylindrical
     Kernels. ICML 2018.
@@ -461,9 +459,11 @@ def get_problem(name: str, dim: int | None = None) -> Problem:
 
 @functools.cache
 def botorch_function_names() -> tuple[str, ...]:
-    r"""The ``botorch.test_functions.synthetic`` classes ``botorch:NAME`` accepts:
-    concrete ``SyntheticTestFunction``s without constraints, whose default
-    instance has continuous inputs only (``AckleyMixed`` and ``Labs`` do not)."""
+    r"""The ``botorch.test_functions.synthetic`` classes ``botorch:NAME`` accepts.
+
+    Concrete ``SyntheticTestFunction``s without constraints, whose default instance
+    has continuous inputs only (``AckleyMixed`` and ``Labs`` do not).
+    """
     names = []
     for name, obj in vars(synthetic).items():
         if (
