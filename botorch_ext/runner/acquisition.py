@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from botorch.acquisition.input_constructors import get_acqf_input_constructor
@@ -80,7 +81,7 @@ def acquisition_method(
             fully_bayesian=fully_bayesian,
             seed=seed_i,
         )
-        method.timings = {"fit_seconds": time.monotonic() - tic}
+        cast(Any, method).timings = {"fit_seconds": time.monotonic() - tic}
         data = SupervisedDataset(
             train_X,
             train_Y,
@@ -117,10 +118,12 @@ def acquisition_method(
             candidates, _ = optimize_acqf(
                 acqf, bounds=bounds, q=q, num_restarts=options.num_restarts, **kwargs
             )
-        method.diagnostics = gp_diagnostics(model)
+        cast(Any, method).diagnostics = gp_diagnostics(model)
         return candidates.detach()
 
-    method.diagnostics = {}
-    method.timings = {}
-    method.sequential = sequential
+    # The attributes the loop reads (typed Any: mypy has no function attributes).
+    info = cast(Any, method)
+    info.diagnostics = {}
+    info.timings = {}
+    info.sequential = sequential
     return method

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import Tensor
@@ -229,6 +230,7 @@ class Evaluator:
             self._child.kill()
             self._child.wait()
             for stream in (self._child.stdin, self._child.stdout):
+                assert stream is not None  # both opened as pipes in _start
                 stream.close()
             self._child = None
 
@@ -274,8 +276,12 @@ def _serve(name: str, dim: int | None) -> None:
     _send(replies, "ready")
     while True:
         try:
-            size = _read_exactly(sys.stdin.buffer, 8, None)
-            data = _read_exactly(sys.stdin.buffer, struct.unpack("<Q", size)[0], None)
+            # Without a deadline, _read_exactly returns the bytes or raises EOFError.
+            size = cast(bytes, _read_exactly(sys.stdin.buffer, 8, None))
+            data = cast(
+                bytes,
+                _read_exactly(sys.stdin.buffer, struct.unpack("<Q", size)[0], None),
+            )
         except EOFError:
             return
         X = torch.tensor(pickle.loads(data), dtype=torch.double)

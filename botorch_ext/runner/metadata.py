@@ -107,7 +107,7 @@ def config_differences(stored: dict, new: dict) -> list[str]:
     """
 
     def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
+        out: dict = {}
         for key, value in d.items():
             if not prefix and key in METADATA_KEYS:
                 continue

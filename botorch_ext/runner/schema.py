@@ -62,7 +62,7 @@ DIAGNOSTIC_COLUMNS = {
     "model_warp": "warp",
 }
 
-_DIAGNOSTIC_TYPES = {"model_noise": float, "model_elbo": float}
+_DIAGNOSTIC_TYPES: dict[str, type] = {"model_noise": float, "model_elbo": float}
 _DIAGNOSTIC_TYPES |= {"model_utility": float, "model_fit_steps": int}
 
 #: Every column but the point's, in file order.
