@@ -63,8 +63,9 @@ def check_positive_int(name: str, value: int) -> None:
 
 
 def check_bounds(name: str, bounds: Tensor, d: int | None = None) -> None:
-    r"""Raise a ``ValueError`` unless ``bounds`` is a finite ``2 x d`` box with
-    ``lower < upper`` in every column.
+    r"""Raise a ``ValueError`` unless ``bounds`` is a finite ``2 x d`` box.
+
+    Every column must have ``lower < upper``.
 
     The one rule for every box the package is given (``draw_representer_points``,
     ``optimize_eulbo``, ...): row 0 holds the lower and row 1 the upper

@@ -1,0 +1,1 @@
+"""Benchmark runner: problems, methods, the BO loop, results and backends."""

@@ -1,12 +1,15 @@
-r"""The acquisition-function methods of the runner: ``acquisition_method`` turns
-an acquisition class into a method (fit the model, build the acquisition with
-BoTorch's input constructor, maximize it with ``optimize_acqf``)."""
+r"""The runner's acquisition-function methods.
+
+``acquisition_method`` turns an acquisition class into a method (fit the model, build
+the acquisition with BoTorch's input constructor, maximize it with ``optimize_acqf``).
+"""
 
 from __future__ import annotations
 
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from botorch.acquisition.input_constructors import get_acqf_input_constructor
@@ -33,8 +36,10 @@ def acquisition_method(
     late_kwargs: Callable[[], dict] | None = None,
     **constructor_kwargs,
 ) -> Method:
-    r"""A runner method that fits a ``SingleTaskGP`` and maximizes an acquisition
-    function built by BoTorch's registered input constructor (as Ax builds it).
+    r"""A runner method: fit a ``SingleTaskGP``, maximize an acquisition function.
+
+    The acquisition function is built by BoTorch's registered input constructor (as Ax
+    builds it).
 
     Each call fits the model on the run's data (``fit_model``), builds the
     acquisition function and returns ``optimize_acqf``'s batch. After a call,
@@ -76,7 +81,7 @@ def acquisition_method(
             fully_bayesian=fully_bayesian,
             seed=seed_i,
         )
-        method.timings = {"fit_seconds": time.monotonic() - tic}
+        cast(Any, method).timings = {"fit_seconds": time.monotonic() - tic}
         data = SupervisedDataset(
             train_X,
             train_Y,
@@ -113,10 +118,12 @@ def acquisition_method(
             candidates, _ = optimize_acqf(
                 acqf, bounds=bounds, q=q, num_restarts=options.num_restarts, **kwargs
             )
-        method.diagnostics = gp_diagnostics(model)
+        cast(Any, method).diagnostics = gp_diagnostics(model)
         return candidates.detach()
 
-    method.diagnostics = {}
-    method.timings = {}
-    method.sequential = sequential
+    # The attributes the loop reads (typed Any: mypy has no function attributes).
+    info = cast(Any, method)
+    info.diagnostics = {}
+    info.timings = {}
+    info.sequential = sequential
     return method

@@ -1,6 +1,8 @@
-r"""A grid of runs (methods x seeds), in this process, in worker processes or on
-Dask (``backends``), with every row streamed to the caller as it is evaluated,
-and a summary table."""
+r"""A grid of runs (methods x seeds) and its summary table.
+
+The runs go in this process, in worker processes or on Dask (``backends``), with every
+row streamed to the caller as it is evaluated.
+"""
 
 from __future__ import annotations
 
@@ -117,8 +119,9 @@ def run_grid(
 
 
 def summarize(rows: list[dict]) -> list[dict]:
-    r"""Per-method summary: final best value (mean, std over seeds) and seconds
-    per BO iteration.
+    r"""Per-method summary of a grid's rows.
+
+    The final best value (mean, std over seeds) and the seconds per BO iteration.
 
     Args:
         rows: Rows of one or more runs.

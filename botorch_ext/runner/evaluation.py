@@ -1,5 +1,7 @@
-r"""Evaluating the objective: what counts as a failed evaluation, what the run does
-after one, and evaluations that can be abandoned after a timeout.
+r"""Evaluating the objective.
+
+What counts as a failed evaluation, what the run does after one, and evaluations that
+can be abandoned after a timeout.
 
 An evaluation fails when the objective returns a non-finite value (NaN, inf),
 raises, or runs past ``FaultPolicy.eval_timeout``. A failed evaluation is a row
@@ -35,6 +37,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import Tensor
@@ -163,8 +166,10 @@ def outcomes(problem: Problem, X: Tensor) -> list[Outcome]:
 
 
 class Evaluator:
-    r"""Evaluates batches of one run's problem, in this process or, with a
-    timeout, in a child process that is killed when a batch runs too long.
+    r"""Evaluates batches of one run's problem.
+
+    In this process or, with a timeout, in a child process that is killed when a batch
+    runs too long.
 
     Use as a context manager: the child process ends with the block.
 
@@ -225,6 +230,7 @@ class Evaluator:
             self._child.kill()
             self._child.wait()
             for stream in (self._child.stdin, self._child.stdout):
+                assert stream is not None  # both opened as pipes in _start
                 stream.close()
             self._child = None
 
@@ -270,8 +276,12 @@ def _serve(name: str, dim: int | None) -> None:
     _send(replies, "ready")
     while True:
         try:
-            size = _read_exactly(sys.stdin.buffer, 8, None)
-            data = _read_exactly(sys.stdin.buffer, struct.unpack("<Q", size)[0], None)
+            # Without a deadline, _read_exactly returns the bytes or raises EOFError.
+            size = cast(bytes, _read_exactly(sys.stdin.buffer, 8, None))
+            data = cast(
+                bytes,
+                _read_exactly(sys.stdin.buffer, struct.unpack("<Q", size)[0], None),
+            )
         except EOFError:
             return
         X = torch.tensor(pickle.loads(data), dtype=torch.double)

@@ -1,6 +1,9 @@
-r"""Model fitting for the runner's exact-GP methods: ``fit_model`` fits a
-``SingleTaskGP`` by MAP or samples its hyperparameters by MAMBA-tuned SGLD, and
-``gp_diagnostics`` reads the fitted state the runner writes into each row."""
+r"""Model fitting for the runner's exact-GP methods.
+
+``fit_model`` fits a ``SingleTaskGP`` by MAP or samples its hyperparameters by
+MAMBA-tuned SGLD, and ``gp_diagnostics`` reads the fitted state the runner writes into
+each row.
+"""
 
 from __future__ import annotations
 
@@ -36,8 +39,10 @@ def fit_model(
     fully_bayesian: bool = False,
     seed: int = 0,
 ) -> SingleTaskGP:
-    r"""Fit a ``SingleTaskGP`` by maximizing the marginal likelihood (MAP) with
-    ``fit_gpytorch_mll``, or sample its hyperparameters by MAMBA-tuned SGLD.
+    r"""Fit a ``SingleTaskGP`` by MAP, or sample its hyperparameters by SGLD.
+
+    MAP maximizes the marginal likelihood with ``fit_gpytorch_mll``; the SGLD sampler is
+    MAMBA-tuned.
 
     Example:
         >>> model = fit_model(train_X, train_Y, MethodOptions(), kernel="bock")

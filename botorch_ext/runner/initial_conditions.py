@@ -1,6 +1,8 @@
-r"""Starting points for the acquisition optimizer: ``"botorch"`` (BoTorch's own
-heuristic) or ``"bock"``, the candidate scheme of [Oh2018bock]_
-(``bock_initial_conditions``)."""
+r"""Starting points for the acquisition optimizer.
+
+``"botorch"`` (BoTorch's own heuristic) or ``"bock"``, the candidate scheme of
+[Oh2018bock]_ (``bock_initial_conditions``).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-r"""The runner's covariance modules: by name (``KERNELS``) for ``fit_model``
-(BOCK's cylindrical kernel and its variants, isotropic Matern-5/2 baselines and
-GPyTorch's own cylindrical kernel, each for inputs in the unit cube), and
-``svgp_ard_kernel``, the kernel of the runner's SVGP methods."""
+r"""The runner's covariance modules.
+
+By name (``KERNELS``) for ``fit_model`` (BOCK's cylindrical kernel and its variants,
+isotropic Matern-5/2 baselines and GPyTorch's own cylindrical kernel, each for inputs in
+the unit cube), and ``svgp_ard_kernel``, the kernel of the runner's SVGP methods.
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 import torch
 from botorch.utils.sampling import draw_sobol_samples
@@ -71,8 +72,10 @@ class RunConfig:
     options: MethodOptions = field(default_factory=MethodOptions)
 
     def validate(self) -> None:
-        r"""Raise ``ArgumentError`` (a ``ValueError``) naming the argument for any
-        bad setting."""
+        r"""Raise ``ArgumentError`` naming the argument for any bad setting.
+
+        ``ArgumentError`` is a ``ValueError``.
+        """
         get_problem(self.problem, self.dim)
         get_method(self.method)
         if self.q < 1:
@@ -231,8 +234,11 @@ class _Data:
             self.best = min(self.best, row["value"])
 
     def training_data(self) -> tuple[torch.Tensor, torch.Tensor, bool]:
-        r"""``(X, Y, model_based)`` for the next proposal; a model-based method
-        without a single successful point is replaced by Sobol points."""
+        r"""``(X, Y, model_based)`` for the next proposal.
+
+        A model-based method without a single successful point is replaced by Sobol
+        points.
+        """
         if not self.model_based:
             return self.X, self.Y, False
         if not bool(self.ok.any()):
@@ -329,7 +335,7 @@ def _new_rows(config, problem, data, batch, new_X, results, times) -> list[dict]
 
 def run_bo(
     config: RunConfig,
-    on_row: Callable[[dict], None] | None = None,
+    on_row: Callable[[dict], object] | None = None,
     stored_rows: list[dict] | None = None,
     should_stop: Callable[[], bool] | None = None,
     faults: FaultPolicy | None = None,
@@ -399,7 +405,7 @@ def _loop(config, problem, stored, on_row, should_stop, faults, evaluate):
     method = get_method(config.method)
     stateful = hasattr(method, "new_run")
     if stateful:  # methods with state across iterations
-        method = method.new_run()
+        method = cast(Any, method).new_run()
     data = _Data(problem.dim, config.method in MODEL_BASED)
     # `seconds` goes on from the stored attempt's last row.
     offset = stored[-1]["seconds"] if stored else 0.0
@@ -424,6 +430,7 @@ def _loop(config, problem, stored, on_row, should_stop, faults, evaluate):
         if stop():
             # The proposal is dropped: a resume proposes it again from the seed.
             break
+        assert batch.candidates is not None  # proposed: not every point was stored
         new_X = batch.candidates[batch.n_stored : size]
         with holding_interrupts():  # no evaluation without its row
             tic = time.monotonic()

@@ -1,6 +1,8 @@
-r"""What ``config.json`` records about how and where a run was made (versions,
-host, times, memory), which of its keys a resume may change, and the redaction
-that keeps credentials out of it."""
+r"""How and where a run was made, as ``config.json`` records it.
+
+Versions, host, times and memory; which of its keys a resume may change; and the
+redaction that keeps credentials out of it.
+"""
 
 from __future__ import annotations
 
@@ -91,8 +93,9 @@ def run_metadata(argv: Sequence[str] | None = None) -> dict:
 
 
 def config_differences(stored: dict, new: dict) -> list[str]:
-    r"""The settings in which two ``config.json`` contents differ (metadata such as
-    times, versions and the worker count aside).
+    r"""The settings in which two ``config.json`` contents differ.
+
+    Metadata such as times, versions and the worker count is left aside.
 
     Args:
         stored: The stored ``config.json``.
@@ -104,7 +107,7 @@ def config_differences(stored: dict, new: dict) -> list[str]:
     """
 
     def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
+        out: dict = {}
         for key, value in d.items():
             if not prefix and key in METADATA_KEYS:
                 continue
@@ -145,6 +148,9 @@ def peak_rss_mb() -> float | None:
 
 
 def redact(text: str) -> str:
-    r"""``text`` with the user and password of any ``scheme://user:pass@host``
-    address replaced by ``***``, for what ``config.json`` records."""
+    r"""``text`` with the credentials in ``scheme://user:pass@host`` addresses hidden.
+
+    The user and password of any such address are replaced by ``***``, for what
+    ``config.json`` records.
+    """
     return re.sub(r"(\w+://)[^/@\s]+@", r"\1***@", text)

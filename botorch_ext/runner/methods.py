@@ -46,6 +46,7 @@ public names.
 from __future__ import annotations
 
 import importlib
+from typing import cast
 
 import torch
 from botorch.acquisition import (
@@ -139,8 +140,8 @@ def _flagged(method: Method, **flags) -> Method:
     return method
 
 
-_random.model_based = False
-_sobol.model_based = False
+_flagged(_random, model_based=False)
+_flagged(_sobol, model_based=False)
 
 _QLOGNEI = qLogNoisyExpectedImprovement
 
@@ -353,7 +354,7 @@ def _resolve(spec: str) -> Method:
         if not hasattr(target, part):
             raise ValueError(f"method {spec!r}: {source!r} has no {attribute!r}")
         target = getattr(target, part)
-    return register_method(spec, target)
+    return register_method(spec, cast(Method, target))
 
 
 def get_method(name: str) -> Method:

@@ -1,5 +1,7 @@
-r"""What every runner method shares: its settings (``MethodOptions``), its call
-signature (``Method``) and the rule that seeds each of its iterations.
+r"""What every runner method shares.
+
+Its settings (``MethodOptions``), its call signature (``Method``) and the rule that
+seeds each of its iterations.
 
 A method is one callable from ``(train_X, train_Y, bounds, q, seed, options)`` to
 a ``q x d`` tensor of candidates in ``bounds``; ``train_Y`` is in BoTorch's
@@ -49,8 +51,10 @@ Method = Callable[[Tensor, Tensor, Tensor, int, int, MethodOptions], Tensor]
 
 
 def iteration_seed(seed: int, train_X: Tensor) -> int:
-    r"""The seed of one iteration of a run, from the run's seed and the number of
-    points so far, so that a resumed run repeats the iterations of an uncut one.
+    r"""The seed of one iteration of a run.
+
+    It comes from the run's seed and the number of points so far, so that a resumed run
+    repeats the iterations of an uncut one.
 
     Example:
         >>> torch.manual_seed(iteration_seed(seed, train_X))

@@ -79,7 +79,8 @@ def run_settings(rows: list[dict]) -> dict:
     runs: dict[tuple, list[dict]] = {}
     for row in rows:
         runs.setdefault((row["method"], row["seed"]), []).append(row)
-    n_init, q = set(), set()
+    n_init: set[int] = set()
+    q: set[int] = set()
     for run in runs.values():
         if any(r.get("iteration", "") == "" for r in run):
             continue
@@ -134,7 +135,7 @@ def plot_regret(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curves: dict[str, dict[int, list[float]]] = {}
+    curves: dict[str, dict[int, list[tuple[int, float]]]] = {}
     failed: dict[str, int] = {}
     for row in rows:
         per_seed = curves.setdefault(row["method"], {}).setdefault(row["seed"], [])

@@ -58,8 +58,6 @@ The EULBO paper [Maus2024eulbo]_ also runs the 60-D rover trajectory problem of
   (as the reference code does); with fewer than four left the spline degree drops
   (the reference code raises there).
 
-References
-
 .. [Oh2018bock]
     C. Oh, E. Gavves and M. Welling. BOCK: Bayesian Optimization with Cylindrical
     Kernels. ICML 2018.
@@ -85,6 +83,7 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from botorch.test_functions import Branin, Hartmann, Levy, Rosenbrock, synthetic
@@ -154,7 +153,8 @@ def _to_unit(x: Tensor, lower: Tensor, upper: Tensor) -> Tensor:
 
 def _branin(dim: int) -> Problem:
     fn = Branin()
-    lower, upper = fn.bounds
+    lower, upper = cast(Tensor, fn.bounds)  # a buffer, typed Tensor | Module
+    assert fn._optimizers is not None  # Branin's three minimisers
     return Problem(
         name="branin",
         dim=2,
@@ -167,6 +167,7 @@ def _branin(dim: int) -> Problem:
 
 def _hartmann6(dim: int) -> Problem:
     fn = Hartmann(dim=6)
+    assert fn._optimizers is not None  # the 6-D Hartmann minimiser
     return Problem(
         name="hartmann6",
         dim=6,
@@ -204,6 +205,7 @@ def _repeated_hartmann6(dim: int) -> Problem:
         return fn(z).mean(dim=-1)
 
     optimizer = torch.full((dim,), 0.5)
+    assert fn._optimizers is not None  # the 6-D Hartmann minimiser
     optimizer[: 6 * n_blocks] = torch.tensor(fn._optimizers[0]).repeat(n_blocks)
     return Problem("repeated-hartmann6", dim, fn.optimal_value, optimizer, function)
 
@@ -461,9 +463,11 @@ def get_problem(name: str, dim: int | None = None) -> Problem:
 
 @functools.cache
 def botorch_function_names() -> tuple[str, ...]:
-    r"""The ``botorch.test_functions.synthetic`` classes ``botorch:NAME`` accepts:
-    concrete ``SyntheticTestFunction``s without constraints, whose default
-    instance has continuous inputs only (``AckleyMixed`` and ``Labs`` do not)."""
+    r"""The ``botorch.test_functions.synthetic`` classes ``botorch:NAME`` accepts.
+
+    Concrete ``SyntheticTestFunction``s without constraints, whose default instance
+    has continuous inputs only (``AckleyMixed`` and ``Labs`` do not).
+    """
     names = []
     for name, obj in vars(synthetic).items():
         if (
@@ -521,16 +525,18 @@ def from_test_function(function: SyntheticTestFunction, name: str) -> Problem:
             "`_optimal_value`); the runner reports regret against it"
         ) from e
     sign = 1.0 if function.is_minimization_problem else -1.0
-    lower, upper = function.bounds.double()
+    # Buffers, typed Tensor | Module by nn.Module.__getattr__.
+    lower, upper = cast(Tensor, function.bounds).double()
     optimizer = None
     if getattr(function, "optimizers", None) is not None:
-        optimizer = _to_unit(function.optimizers[0].double(), lower, upper)
+        optimizers = cast(Tensor, function.optimizers)
+        optimizer = _to_unit(optimizers[0].double(), lower, upper)
 
     def evaluate(U: Tensor) -> Tensor:
         # Rounding in the affine map may step past a bound by an ulp.
         X = torch.minimum(torch.maximum(_to_native(U, lower, upper), lower), upper)
         with torch.no_grad():
-            return sign * function(X.to(function.bounds)).to(U)
+            return sign * function(X.to(cast(Tensor, function.bounds))).to(U)
 
     if bool((lower == lower[0]).all() and (upper == upper[0]).all()):
         domain = f"[{lower[0]:g}, {upper[0]:g}]^{function.dim}"

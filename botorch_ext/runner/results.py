@@ -1,6 +1,7 @@
-r"""The results of runs on disk: the ``results.csv`` schema, its writer and reader,
-``config.json``, and the rules for re-using an output directory (refuse, resume or
-overwrite).
+r"""The results of runs on disk.
+
+The ``results.csv`` schema, its writer and reader, ``config.json``, and the rules for
+re-using an output directory (refuse, resume or overwrite).
 
 ``results.csv`` has one row per evaluation, in the columns of ``schema``. Rows are
 written as whole lines, one ``write`` each, so a killed process leaves every row it
@@ -100,9 +101,10 @@ def holding_interrupts() -> Iterator[None]:
 
 
 class CsvWriter:
-    r"""Write rows to a CSV file as whole lines, each with one ``write`` system
-    call (no buffering), so that a killed process leaves no partial row behind
-    and every row written is on disk for the next process to read.
+    r"""Write rows to a CSV file as whole lines, each with one ``write`` system call.
+
+    There is no buffering, so that a killed process leaves no partial row behind and
+    every row written is on disk for the next process to read.
 
     Args:
         path: The CSV file.
@@ -243,8 +245,9 @@ def drop_duplicates(rows: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def load_results(directories: Sequence[Path]) -> list[dict]:
-    r"""The rows of the ``results.csv`` files of several output directories, merged
-    (e.g. a grid run in pieces), without running anything.
+    r"""The merged rows of the ``results.csv`` files of several output directories.
+
+    For example a grid run in pieces; nothing is run.
 
     Example:
         >>> rows = load_results([Path("results-seeds-0-4"), Path("results-seeds-5-9")])
@@ -295,8 +298,10 @@ def count_rows(path: Path) -> int:
 
 @dataclass
 class Output:
-    r"""An output directory opened for writing: the CSV writer, the rows stored by
-    an earlier (resumed) attempt and the ``config.json`` contents.
+    r"""An output directory opened for writing.
+
+    It holds the CSV writer, the rows stored by an earlier (resumed) attempt and the
+    ``config.json`` contents.
 
     Use ``open_output`` to make one and ``close`` to record the end.
     """
@@ -307,8 +312,9 @@ class Output:
     stored_rows: list[dict]
 
     def close(self, status: str) -> None:
-        r"""Close the CSV and write ``end_time``, ``status`` and ``peak_rss_mb``
-        to ``config.json``.
+        r"""Close the CSV and record the run's end in ``config.json``.
+
+        Writes ``end_time``, ``status`` and ``peak_rss_mb``.
 
         Args:
             status: ``"finished"`` or ``"interrupted"``.
@@ -337,8 +343,9 @@ def open_output(
     argv: Sequence[str] | None = None,
     log=None,
 ) -> Output:
-    r"""Open an output directory for a run or grid: refuse one that holds results
-    unless ``resume`` or ``overwrite`` is given.
+    r"""Open an output directory for a run or grid.
+
+    Refuse one that holds results unless ``resume`` or ``overwrite`` is given.
 
     Args:
         directory: The directory (it must exist and be writable).

@@ -62,7 +62,7 @@ DIAGNOSTIC_COLUMNS = {
     "model_warp": "warp",
 }
 
-_DIAGNOSTIC_TYPES = {"model_noise": float, "model_elbo": float}
+_DIAGNOSTIC_TYPES: dict[str, type] = {"model_noise": float, "model_elbo": float}
 _DIAGNOSTIC_TYPES |= {"model_utility": float, "model_fit_steps": int}
 
 #: Every column but the point's, in file order.
@@ -117,9 +117,10 @@ def _column_type(name: str) -> type:
 
 
 def parse_row(row: Mapping[str, str]) -> dict:
-    r"""Convert a row read from ``results.csv`` (all strings) to the types that
-    ``run_bo`` produces; empty fields stay ``""``, and columns a file predates
-    get their defaults (``status`` reads ``ok``).
+    r"""Convert a row read from ``results.csv`` (all strings) to ``run_bo``'s types.
+
+    Empty fields stay ``""``, and columns a file predates get their defaults (``status``
+    reads ``ok``).
 
     Args:
         row: A ``csv.DictReader`` row.

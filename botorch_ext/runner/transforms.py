@@ -1,5 +1,8 @@
-r"""The runner's outcome transforms: the factory behind ``--outcome-transform``
-(``outcome_transform``) and ``Negate``, the one it needs beyond BoTorch's own."""
+r"""The runner's outcome transforms.
+
+The factory behind ``--outcome-transform`` (``outcome_transform``) and ``Negate``, the
+one it needs beyond BoTorch's own.
+"""
 
 from __future__ import annotations
 

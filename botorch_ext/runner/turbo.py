@@ -1,6 +1,8 @@
-r"""TuRBO in the runner: the trust-region state the ``turbo*`` methods carry
-from one iteration to the next (``TrustRegion``), and ``TurboMethod``, TuRBO with
-an exact GP [Eriksson2019turbo]_."""
+r"""TuRBO in the runner.
+
+The trust-region state the ``turbo*`` methods carry from one iteration to the next
+(``TrustRegion``), and ``TurboMethod``, TuRBO with an exact GP [Eriksson2019turbo]_.
+"""
 
 from __future__ import annotations
 
@@ -84,8 +86,10 @@ class TrustRegion:
 
 
 class TurboMethod:
-    r"""TuRBO with an exact GP [Eriksson2019turbo]_: BoTorch's default
-    ``SingleTaskGP`` (MAP) and ``qLogExpectedImprovement`` in a trust region.
+    r"""TuRBO with an exact GP [Eriksson2019turbo]_.
+
+    BoTorch's default ``SingleTaskGP`` (MAP) and ``qLogExpectedImprovement`` in a trust
+    region.
 
     The exact-GP baseline of [Maus2024eulbo]_'s TuRBO experiments (used while
     ``n`` allows an exact GP). Same trust-region rules as the ``turbo-*`` SVGP
@@ -93,9 +97,11 @@ class TurboMethod:
     """
 
     def new_run(self) -> Method:
+        """Return a fresh run with its own ``TurboState``."""
         return _TurboExactRun()
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        """Propose ``q`` points with a fresh run (no trust-region state kept)."""
         return self.new_run()(train_X, train_Y, bounds, q, seed, options)
 
 

@@ -1,2 +1,4 @@
-r"""The backends of ``run_grid``, behind one interface (``streaming``): local
-worker processes (``processes``) and Dask's distributed scheduler (``dask``)."""
+r"""The backends of ``run_grid``, behind one interface (``streaming``).
+
+Local worker processes (``processes``) and Dask's distributed scheduler (``dask``).
+"""

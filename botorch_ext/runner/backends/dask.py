@@ -1,5 +1,6 @@
-r"""The ``dask`` backend: one run per task on Dask's ``distributed`` scheduler,
-every row streamed back to the caller as it is evaluated.
+r"""The ``dask`` backend: one run per task on Dask's ``distributed`` scheduler.
+
+Every row is streamed back to the caller as it is evaluated.
 
 Data path: the caller submits one task per unfinished (method, seed) run to an
 embedded ``LocalCluster`` (one process per worker, one thread each, listening on
@@ -192,9 +193,11 @@ def _connect(settings: BackendSettings):
 
 
 class GridClient:
-    r"""One grid on one Dask client: the queue protocol with the tasks (each
-    attempt of a run announces itself and receives the run's rows), the stream
-    of rows to the sink, and what a fault turns into.
+    r"""One grid on one Dask client.
+
+    It holds the queue protocol with the tasks (each attempt of a run announces itself
+    and receives the run's rows), the stream of rows to the sink, and what a fault turns
+    into.
 
     Args:
         client: A connected ``distributed.Client``.
@@ -222,6 +225,7 @@ class GridClient:
         self.pending: set = set()
 
     def drain(self) -> None:
+        """Hand every message now on the rows queue to the sink."""
         with holding_interrupts():  # a row taken off the queue is handed on
             for message in self.queue.get(batch=True):
                 self._take(message)
@@ -253,6 +257,7 @@ class GridClient:
         self.sink.add(row)
 
     def wait_first(self, fs: set, timeout: float) -> tuple[set, set]:
+        """Wait for the first of ``fs`` to finish; return ``(done, not_done)``."""
         from distributed import wait
 
         try:
@@ -261,6 +266,7 @@ class GridClient:
             return set(), fs
 
     def on_done(self, future) -> None:
+        """End the run of a finished task, raising the run's error if it failed."""
         from distributed import KilledWorker
 
         config = self.futures[future]
@@ -274,6 +280,7 @@ class GridClient:
         self.sink.done(config)
 
     def submit(self) -> None:
+        """Submit one task per run to the Dask client."""
         # Submitted one by one: the first tasks run (and evaluate) while a large
         # grid is still being submitted, and a Ctrl-C then must stop them too.
         for key, config in self.configs.items():
@@ -291,6 +298,7 @@ class GridClient:
                 self.pending.add(future)
 
     def run(self) -> None:
+        """Submit the grid and stream its rows to the sink until every run ends."""
         try:
             self.submit()
             stream_until_done(self.pending, self.wait_first, self.drain, self.on_done)

@@ -1,5 +1,7 @@
-r"""The ``processes`` backend: runs in this process, or one run per task of a pool
-of local worker processes, every row streamed back as it is evaluated.
+r"""The ``processes`` backend: runs in this process or in local worker processes.
+
+Either all runs go in this process, or one run per task of a pool of local worker
+processes; every row is streamed back as it is evaluated.
 
 Data path: each worker runs ``run_bo`` and puts each row on a queue held by a
 manager process the moment it is evaluated (``put`` returns once the manager

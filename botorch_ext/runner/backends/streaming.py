@@ -1,5 +1,7 @@
-r"""What the backends share: the interface a backend implements, the sink that
-receives a grid's rows, and the loop that streams rows while runs go on.
+r"""What the backends share.
+
+The interface a backend implements, the sink that receives a grid's rows, and the loop
+that streams rows while runs go on.
 
 A backend is a function ``run(configs, sink, settings)``: it runs every
 configuration to its budget, each from the rows ``sink.rows_of(config)`` already
@@ -159,8 +161,10 @@ def stream_until_done(
     on_done: Callable[[object], None],
     timeout: float | None = None,
 ) -> set:
-    r"""Wait for the runs' futures, draining their rows meanwhile, and hand each
-    finished future to ``on_done`` only after the drain that follows its end.
+    r"""Wait for the runs' futures, draining their rows meanwhile.
+
+    Each finished future is handed to ``on_done`` only after the drain that follows its
+    end.
 
     The loop of both backends: a run's last rows are queued before its future
     ends, so draining after the end and before ``on_done`` puts every row of a
