@@ -17,12 +17,9 @@ Every method but the kernel ablations pins the runner's SVGP kernel
 
 from __future__ import annotations
 
-import math
-
-from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
-from gpytorch.priors import GammaPrior, LogNormalPrior
 
+from botorch_ext.kernels import get_isotropic_rbf_kernel_with_dim_scaled_prior
 from botorch_ext.runner.methods import SVGPMethod, register_method, svgp_ard_kernel
 
 
@@ -38,21 +35,13 @@ def scaled_ard_kernel(d: int) -> Kernel:
 
 
 def iso_prior_kernel(d: int) -> Kernel:
-    r"""BoTorch's default kernel with one shared lengthscale: its dimension-scaled
-    LogNormal prior for ``d`` inputs, started at the prior's mode, the 0.025 floor
-    enforced by a softplus so Adam keeps it."""
-    prior = LogNormalPrior(loc=math.sqrt(2) + 0.5 * math.log(d), scale=math.sqrt(3))
-    kernel = RBFKernel(
-        lengthscale_prior=prior, lengthscale_constraint=GreaterThan(2.5e-2)
-    )
-    kernel.lengthscale = prior.mode
-    return kernel
+    r"""BoTorch's default kernel with one shared lengthscale and no outputscale."""
+    return get_isotropic_rbf_kernel_with_dim_scaled_prior(d, use_outputscale=False)
 
 
 def iso_prior_scaled_kernel(d: int) -> Kernel:
-    r"""``iso_prior_kernel`` with a learned amplitude (Gamma(2, 0.15) prior, as
-    the runner's ``matern-scaled``)."""
-    return ScaleKernel(iso_prior_kernel(d), outputscale_prior=GammaPrior(2.0, 0.15))
+    r"""``iso_prior_kernel`` with a learned amplitude: ``EULBOModel``'s default."""
+    return get_isotropic_rbf_kernel_with_dim_scaled_prior(d)
 
 
 _LBFGS = {"elbo_optimizer": "lbfgs"}

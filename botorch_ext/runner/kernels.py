@@ -12,15 +12,15 @@ from collections.abc import Callable
 
 import torch
 from botorch.models.transforms.input import AffineInputTransform, InputTransform
-from botorch.models.utils.gpytorch_modules import (
-    get_covar_module_with_dim_scaled_prior,
-)
 from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
 from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
 from gpytorch.priors import GammaPrior, LogNormalPrior
 
-from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.kernels import (
+    CylindricalKernel,
+    get_ard_rbf_kernel_with_dim_scaled_prior,
+)
 
 #: Floor on BOCK's linear angular weight ``c_1`` in the runner's ``bock``: MAP
 #: fits collapse the weights onto ``c = e_0`` (a radius-only model, blind to
@@ -111,12 +111,7 @@ def svgp_ard_kernel(d: int) -> Kernel:
     Returns:
         A fresh ``RBFKernel`` with ``ard_num_dims=d``.
     """
-    kernel = get_covar_module_with_dim_scaled_prior(ard_num_dims=d)
-    value = kernel.lengthscale.detach().clone()
-    lower = kernel.raw_lengthscale_constraint.lower_bound
-    kernel.register_constraint("raw_lengthscale", GreaterThan(lower), replace=True)
-    kernel.initialize(lengthscale=value)
-    return kernel
+    return get_ard_rbf_kernel_with_dim_scaled_prior(d)
 
 
 #: Covariance modules for ``fit_model``: name -> (covar_module, input_transform)
