@@ -1,3 +1,5 @@
+# Over 500 lines: one argparse front end, a parser and a handler per subcommand and
+# the map from library errors to flags; split, one command would span several files.
 r"""Command-line front end: parse, validate, call the runner, print.
 
 Subcommands: ``problems`` and ``methods`` (list them), ``run`` (one BO loop),

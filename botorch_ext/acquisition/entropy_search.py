@@ -1,3 +1,5 @@
+# Over 500 lines: one concept, qES with the representer points it needs (their sampler
+# and its schemes); about half of the file is the docstrings with the math.
 r"""Parallel entropy search with a softmax-relaxed ``p_max`` (q-ES).
 
 References:

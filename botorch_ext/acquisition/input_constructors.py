@@ -1,3 +1,5 @@
+# Over 500 lines: one input constructor per acquisition function of this package, each
+# short, registered with BoTorch in one place as BoTorch's own input_constructors.py.
 r"""Input constructors registered with BoTorch for this package's acquisition functions.
 
 They let Ax-style code build the acquisition functions of this package from a

@@ -1,3 +1,5 @@
+# Over 500 lines: the problem registry holds the papers' benchmarks, the 60-D rover
+# trajectory simulator among them, and the resolution of botorch: and module: names.
 r"""Registry of benchmark problems, each exposed to BoTorch on the unit cube.
 
 Every problem is a minimization problem in its natural sign (the sign the papers

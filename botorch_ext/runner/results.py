@@ -1,3 +1,5 @@
+# Over 500 lines: the results file's writer, reader and resume checks belong together
+# (each relies on the others' guarantees); the schema and metadata live beside it.
 r"""The results of runs on disk.
 
 The ``results.csv`` schema, its writer and reader, ``config.json``, and the rules for
