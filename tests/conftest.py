@@ -14,10 +14,17 @@ Example:
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 import torch
 from botorch.utils.testing import BotorchTestCase
+
+# A test run started in the background by a shell without job control inherits
+# SIGINT ignored (Python then installs no KeyboardInterrupt handler); the tests of
+# the interrupt paths need Python's default handler, as an interactive run has.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: The environment variable that selects the test device.
 DEVICE_VARIABLE = "BOTORCH_EXT_TEST_DEVICE"
