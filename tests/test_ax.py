@@ -16,7 +16,7 @@ from botorch_ext.models import EULBOModel, EULBOOptions
 DIM = 6
 # Small fits and acquisition budgets: these tests check the Ax integration,
 # not BO quality.
-OPTIONS = EULBOOptions(max_steps=60, num_restarts=2, raw_samples=32)
+OPTIONS = EULBOOptions.from_flat(max_steps=60, num_restarts=2, raw_samples=32)
 SMALL_ACQF = {
     "model_gen_options": {"optimizer_kwargs": {"num_restarts": 2, "raw_samples": 32}}
 }
@@ -467,7 +467,7 @@ class TestSurrogateHooks(BotorchTestCase):
             self.assertEqual(surrogate.model.train_X_full.shape[-2], 10)
             # model_options: EULBOModel's arguments, options as a dict too.
             built = inputs(X, Y, config=_config({"options": {"max_steps": 7}}))
-            self.assertEqual(built["options"], EULBOOptions(max_steps=7))
+            self.assertEqual(built["options"], EULBOOptions.from_flat(max_steps=7))
             self.assertLessEqual(
                 {"train_X", "train_Y", "options", "outcome_transform"}, set(built)
             )
@@ -635,14 +635,20 @@ class TestStorage(BotorchTestCase):
         from botorch_ext.ax.storage import eulbo_options_from_json
 
         botorch_ext.ax.register()
-        options = EULBOOptions(
+        options = EULBOOptions.from_flat(
             max_steps=17, joint_parameters=("variational",), convergence="epochs"
         )
         encoded = json.loads(json.dumps(object_to_json(options)))
         self.assertEqual(encoded["__type"], "EULBOOptions")
+        self.assertEqual(encoded["joint"]["__type"], "JointOptions")
         self.assertEqual(object_from_json(encoded), options)
+        # An experiment stored by botorch_ext 0.1.0 holds the flat fields.
+        flat = {"__type": "EULBOOptions"} | json.loads(json.dumps(options.flat()))
+        self.assertEqual(object_from_json(flat), options)
         with self.assertRaisesRegex(ValueError, "'lr_z'"):
             eulbo_options_from_json(lr_z=0.1)
+        with self.assertRaisesRegex(ValueError, "JointOptions.*'lr_z'"):
+            object_from_json({"__type": "JointOptions", "lr_z": 0.1})
 
 
 class TestEULBOAcquisition(BotorchTestCase):

@@ -88,7 +88,7 @@ def main() -> None:
                     Xn,
                     Yn,
                     num_inducing_points=args.inducing,
-                    options=EULBOOptions(
+                    options=EULBOOptions.from_flat(
                         num_restarts=10, raw_samples=256, **method.eulbo_options
                     ),
                     **copy.deepcopy(method.model_kwargs),

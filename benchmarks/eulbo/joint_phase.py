@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
-import dataclasses
 import os
 import sys
 import tempfile
@@ -129,7 +128,7 @@ def main() -> None:
                 model = copy.deepcopy(base)
                 for key, value in attrs.items():
                     if key == "options_overrides":
-                        model.options = dataclasses.replace(model.options, **value)
+                        model.options = model.options.replace(**value)
                     else:
                         setattr(model, key, value)
                 # Skip the ELBO fit (already converged in `base`), so the joint

@@ -68,7 +68,7 @@ def main() -> None:
                 X,
                 Y,
                 100,
-                options=EULBOOptions(
+                options=EULBOOptions.from_flat(
                     num_restarts=10, raw_samples=256, elbo_optimizer=fit
                 ),
             )
@@ -78,7 +78,7 @@ def main() -> None:
         base, fit_seconds = fitted[fit]
         model = copy.deepcopy(base)
         model.utility_weight = weight
-        model.options = EULBOOptions(
+        model.options = EULBOOptions.from_flat(
             num_restarts=10,
             raw_samples=256,
             elbo_optimizer=fit,

@@ -11,13 +11,15 @@ objects by their type name. This module adds, each under its class name:
   (``botorch_model_class``), and the variational bounds that fit the latter
   (``mll_class``);
 * ``EULBOAcquisition`` (``acquisition_class``);
-* ``EULBOOptions`` in ``model_options`` (a dataclass, which Ax's JSON encoder
-  writes field by field; its decoder rebuilds it, tuples included).
+* ``EULBOOptions`` and its groups in ``model_options`` (dataclasses, which
+  Ax's JSON encoder writes field by field; the decoders rebuild them, tuples
+  included, and read the flat form that botorch_ext 0.1.0 stored).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from ax.storage.botorch_modular_registry import (
@@ -33,25 +35,65 @@ from botorch.models import SingleTaskVariationalGP
 from botorch_ext.ax.acquisition import EULBOAcquisition
 from botorch_ext.ax.surrogate import APPROXIMATE_MLLS
 from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.models.eulbo_options import FLAT_FIELDS, GROUPS
 
 
 def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
-    r"""Rebuild ``EULBOOptions`` from its JSON fields (lists back to tuples).
+    r"""Rebuild ``EULBOOptions`` from its JSON fields.
+
+    Ax's encoder writes the options group by group (each group a dataclass of
+    its own, decoded by ``options_group_from_json``); experiments stored by
+    botorch_ext 0.1.0 hold the flat fields (``FLAT_FIELDS``), which are read as
+    ``EULBOOptions.from_flat`` reads them.
 
     Example:
-        >>> eulbo_options_from_json(max_steps=200, joint_parameters=["x", "q"])
+        >>> eulbo_options_from_json(max_steps=200, joint_parameters=["variational"])
+
+    Raises:
+        ValueError: For a field this version cannot read, naming it.
     """
-    names = {f.name for f in dataclasses.fields(EULBOOptions)}
-    unknown = sorted(set(fields) - names)
+    groups = {f.name for f in dataclasses.fields(EULBOOptions)}
+    if set(fields) <= groups:
+        return EULBOOptions(**fields)
+    unknown = sorted(set(fields) - set(FLAT_FIELDS))
     if unknown:
         raise ValueError(
             f"Stored EULBOOptions has unknown fields {unknown}; this version of "
             "botorch_ext cannot read it."
         )
-    kwargs: dict[str, Any] = {
-        k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()
-    }
-    return EULBOOptions(**kwargs)
+    return EULBOOptions.from_flat(**_tuples(fields))
+
+
+def options_group_from_json(group_class: type) -> Callable[..., Any]:
+    r"""A JSON decoder of one group of ``EULBOOptions`` (lists back to tuples).
+
+    Example:
+        >>> options_group_from_json(JointOptions)(parameters=["variational"])
+        JointOptions(optimizer='lbfgs', parameters=('variational',), max_iter=100)
+
+    Args:
+        group_class: One of the classes of ``GROUPS``.
+
+    Returns:
+        The decoder: keyword arguments in, the group out.
+    """
+
+    def decode(**fields: Any) -> Any:
+        names = {f.name for f in dataclasses.fields(group_class)}
+        unknown = sorted(set(fields) - names)
+        if unknown:
+            raise ValueError(
+                f"Stored {group_class.__name__} has unknown fields {unknown}; "
+                "this version of botorch_ext cannot read it."
+            )
+        return group_class(**_tuples(fields))
+
+    return decode
+
+
+def _tuples(fields: dict[str, Any]) -> dict[str, Any]:
+    # JSON has no tuples: the encoder wrote them as lists.
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
 
 
 def register_storage(
@@ -71,3 +113,7 @@ def register_storage(
         register_mll(mll_class)
     register_acquisition(EULBOAcquisition)
     CORE_DECODER_REGISTRY[EULBOOptions.__name__] = eulbo_options_from_json
+    for group_class in GROUPS.values():
+        CORE_DECODER_REGISTRY[group_class.__name__] = options_group_from_json(
+            group_class
+        )

@@ -245,8 +245,9 @@ def construct_eulbo_inputs(
     ``botorch_ext.ax.register()``. ``model_options`` are ``EULBOModel``'s
     keyword arguments (``num_inducing_points``, ``elbo_scale``,
     ``utility_weight``, ``alternation``, ``carry_state``, ``options`` as an
-    ``EULBOOptions`` or a dict of its fields), plus ``warm_start`` (default
-    True): pass the model this surrogate built last as ``previous_model`` when
+    ``EULBOOptions`` or a dict of its flat settings, as
+    ``EULBOOptions.from_flat`` takes them), plus ``warm_start`` (default True):
+    pass the model this surrogate built last as ``previous_model`` when
     the new training inputs extend its inputs (Algorithm 1 of
     [Maus2024eulbo]_; see the module docstring).
 
@@ -267,7 +268,7 @@ def construct_eulbo_inputs(
         )
     kwargs = _model_kwargs(botorch_model_class, options)
     if isinstance(kwargs.get("options"), dict):
-        kwargs["options"] = EULBOOptions(**kwargs["options"])
+        kwargs["options"] = EULBOOptions.from_flat(**kwargs["options"])
     inputs = _base_inputs(
         botorch_model_class, model_config, dataset, search_space_digest, surrogate
     )

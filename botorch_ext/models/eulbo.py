@@ -533,7 +533,7 @@ class EULBOModel(SingleTaskVariationalGP):
         For ``utility="kg"`` the last ``num_fantasies`` points of ``X`` are the
         one-shot KG's free points ``x'_i``, see ``soft_kg_log_utility``. See
         ``botorch_ext.acquisition.eulbo_utilities.expected_log_utility``
-        (``options.num_quadrature_points`` points).
+        (``options.utility.num_quadrature_points`` points).
 
         Example:
             >>> value = model.expected_log_utility(torch.rand(4, 1, 2))
@@ -554,7 +554,7 @@ class EULBOModel(SingleTaskVariationalGP):
             X,
             base_samples,
             utility,
-            num_quadrature_points=self.options.num_quadrature_points,
+            num_quadrature_points=self.options.utility.num_quadrature_points,
         )
 
     def fantasy_means(self, X: Tensor, base_samples: Tensor) -> Tensor:

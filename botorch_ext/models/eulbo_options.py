@@ -1,4 +1,24 @@
-r"""Settings of the EULBO model's fits: ``EULBOOptions`` and the names it accepts.
+r"""Settings of the EULBO model's fits: ``EULBOOptions``, grouped by phase.
+
+A BO step of ``EULBOModel`` has two phases, and ``EULBOOptions`` holds one small
+settings object per concern of each:
+
+* the ELBO fit (``fit_elbo``): ``elbo`` (``ELBOFitOptions``: which optimizer),
+  and, where that optimizer is minibatch Adam, ``adam`` (``AdamOptions``: step
+  sizes, minibatch, clipping) and ``stopping`` (``StoppingOptions``: when an
+  Adam fit stops);
+* the joint step (``optimize_eulbo``): ``warm_start`` (``WarmStartOptions``:
+  the ``optimize_acqf`` call that finds the starting candidates), ``utility``
+  (``UtilityOptions``: how the utility term is estimated) and ``joint``
+  (``JointOptions``: optimizer, budget and refined blocks of the joint phase;
+  the Adam joint phase also uses ``adam`` and ``stopping``).
+
+``lbfgs_max_n`` is shared by both phases: the largest ``n`` at which full-batch
+L-BFGS is used at its full budget.
+
+``EULBOOptions.from_flat`` builds the options from the flat field names of
+botorch_ext 0.1.0 (``FLAT_FIELDS``), which code and stored Ax experiments
+written by that version use.
 
 References:
     .. [Maus2024eulbo]
@@ -11,8 +31,9 @@ References:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from botorch_ext.acquisition.eulbo_utilities import DEFAULT_NUM_QUADRATURE_POINTS
 from botorch_ext.validation import check_positive, check_positive_int
@@ -23,135 +44,359 @@ from botorch_ext.validation import check_positive, check_positive_int
 #: (``"mean"``, preset ``"authors"``), which weighs the utility term ``n`` times
 #: more.
 ELBO_SCALES = {"paper": "sum", "authors": "mean"}
-#: Stopping rules of ``EULBOOptions.convergence``.
+#: Stopping rules of ``StoppingOptions.convergence``.
 CONVERGENCE_RULES = ("steps", "epochs")
-#: Optimizers of ``EULBOOptions.elbo_optimizer``.
+#: Optimizers of the ELBO fit (``ELBOFitOptions.optimizer``).
 ELBO_OPTIMIZERS = ("auto", "adam", "lbfgs")
-#: Optimizers of the joint EULBO phase (``EULBOOptions.joint_optimizer``).
+#: Optimizers of the joint EULBO phase (``JointOptions.optimizer``).
 JOINT_OPTIMIZERS = ("lbfgs", "adam")
 #: Alternation schemes of the w- and x-steps of the Adam joint phase.
 ALTERNATIONS = ("step", "epoch")
 #: Blocks of ``w`` that the joint EULBO phase can refine
-#: (``EULBOOptions.joint_parameters``; Figure 3 of [Maus2024eulbo]_).
+#: (``JointOptions.parameters``; Figure 3 of [Maus2024eulbo]_).
 JOINT_PARAMETER_BLOCKS = ("variational", "inducing_points", "hyperparameters")
 #: The smallest iteration budget of the L-BFGS-B joint phase at large ``n``.
 MIN_JOINT_ITERATIONS = 5
 
-_POSITIVE_INTS = (
-    "batch_size",
-    "max_steps",
-    "check_every",
-    "check_size",
-    "max_epochs",
-    "lbfgs_max_iter",
-    "joint_max_iter",
-    "lbfgs_max_n",
-    "patience",
-    "num_restarts",
-    "raw_samples",
-    "num_mc_samples",
-    "num_fantasies",
-    "num_quadrature_points",
-)
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {choices}, got {value!r}.")
+
+
+def _check_positive_ints(group: str, settings: Any, names: tuple[str, ...]) -> None:
+    for name in names:
+        check_positive_int(f"{group}.{name}", getattr(settings, name))
 
 
 @dataclass(frozen=True)
-class EULBOOptions:
-    r"""Optimizer settings of ``fit_elbo`` and ``optimize_eulbo`` [Maus2024eulbo]_.
+class ELBOFitOptions:
+    r"""Which optimizer fits the ELBO (the first phase of a BO step).
 
-    **ELBO fit** (``elbo_optimizer``). ``"auto"`` (the default) is full-batch
-    L-BFGS on the collapsed bound [Titsias2009]_ followed by the closed-form
-    ``q(u)`` while ``n <= lbfgs_max_n``, and minibatch Adam above. Reason:
-    L-BFGS reaches the ELBO's optimum where Adam's stopping rules stop early,
-    and Adam keeps the cost of a BO step bounded in ``n`` (L-BFGS costs
-    ``O(n m^2)`` per iteration).
-
-    **Adam stopping rules** (``convergence``). ``"steps"`` (the default) runs
-    rounds of ``check_every`` minibatch steps and stops once ``patience``
-    rounds in a row improved the per-datum objective on a fixed check set of at
-    most ``check_size`` points by less than ``tol``, or after ``max_steps``
-    steps. Reason: its cost per fit is bounded independently of ``n``, and the
-    fixed check set makes the criterion a deterministic function of the
-    parameters. ``"epochs"`` is the paper's rule (Appendix A: ``patience``
-    epochs without improvement, at most ``max_epochs``); ``table1()`` is it with
-    Table 1's values.
-
-    **Joint phase** (``joint_optimizer``). ``"lbfgs"`` (the default) is
-    L-BFGS-B on the deterministic full-data EULBO over the candidates and the
-    selected blocks of ``w``, started at the warm start, so the returned EULBO
-    is never below the warm start's and is strictly higher whenever its
-    gradient there is non-zero. Its iteration budget is ``joint_max_iter``
-    while ``n <= lbfgs_max_n`` and proportionally fewer above
-    (``joint_iterations``), so the cost per step stays bounded in ``n``.
-    Reason: from a converged ELBO fit the minibatch-Adam phase of Algorithm 1
-    (still available as ``joint_optimizer="adam"``) first lowers the EULBO and
-    its stopping rule returns the warm start unchanged (measured; see the EULBO
-    page of the docs).
+    ``"auto"`` (the default) is full-batch L-BFGS on the collapsed bound
+    [Titsias2009]_ followed by the closed-form ``q(u)`` while
+    ``n <= EULBOOptions.lbfgs_max_n``, and minibatch Adam (``AdamOptions``,
+    ``StoppingOptions``) above. Reason: L-BFGS reaches the ELBO's optimum where
+    Adam's stopping rules stop early, and Adam keeps the cost of a BO step
+    bounded in ``n`` (an L-BFGS iteration costs ``O(n m^2)``).
 
     Example:
-        >>> opts = EULBOOptions(max_steps=500)
-        >>> paper = EULBOOptions.table1()
+        >>> ELBOFitOptions(optimizer="adam")
 
     Args:
-        lr_w: Adam step size of ``w`` (variational parameters, inducing points,
-            hyperparameters).
-        lr_x: Adam step size of the candidates.
+        optimizer: ``"auto"``, ``"adam"`` or ``"lbfgs"``, see above.
+        lbfgs_max_iter: Iteration budget of the L-BFGS ELBO fit.
+    """
+
+    optimizer: str = "auto"
+    lbfgs_max_iter: int = 500
+
+    def validate(self) -> None:
+        r"""Raise ``ValueError`` naming the first bad setting."""
+        _check_choice("elbo.optimizer", self.optimizer, ELBO_OPTIMIZERS)
+        _check_positive_ints("elbo", self, ("lbfgs_max_iter",))
+
+
+@dataclass(frozen=True)
+class AdamOptions:
+    r"""Minibatch Adam of the ELBO fit and of the Adam joint phase (Algorithm 1).
+
+    Example:
+        >>> AdamOptions(lr_w=0.005, batch_size=64)
+
+    Args:
+        lr_w: Step size of ``w`` (variational parameters, inducing points,
+            hyperparameters); the paper's 0.01.
+        lr_x: Step size of the candidates (joint phase); the paper's 0.001.
         batch_size: Minibatch size of the ELBO term (reshuffled every epoch).
         grad_clip: Gradient-norm clipping threshold (per block).
-        convergence: ``"steps"`` or ``"epochs"`` (Adam only), see above.
-        elbo_optimizer: ``"auto"``, ``"adam"`` or ``"lbfgs"``, see above.
-        lbfgs_max_iter: Iteration budget of the L-BFGS ELBO fit.
-        lbfgs_max_n: Largest ``n`` at which ``"auto"`` uses L-BFGS and the
-            joint phase gets its full budget.
-        max_steps: Step budget of one Adam fit (``"steps"``).
-        check_every: Minibatch steps per round (``"steps"``).
-        check_size: Size of the fixed check set (``"steps"``).
-        tol: Smallest per-datum improvement (nats) that counts as progress.
-        patience: Rounds or epochs without progress before stopping.
-        max_epochs: Epoch budget of one Adam fit (``"epochs"``).
-        num_restarts: ``optimize_acqf`` restarts of the warm start.
-        raw_samples: ``optimize_acqf`` raw samples of the warm start.
-        num_mc_samples: Fixed base samples of the q-batch utility (``q > 1``).
-        num_fantasies: ``S``, fantasy samples and free points of the one-shot
-            soft KG; the paper does not state it, 32 keeps the joint problem
-            over ``q + S`` points cheap.
-        num_quadrature_points: Gauss-Hermite points of the ``q = 1`` utility
-            (the paper's 20).
-        joint_parameters: Blocks of ``w`` the joint phase refines: ``"all"``
-            (Algorithm 1) or one or several of ``JOINT_PARAMETER_BLOCKS`` (the
-            refinement ablation of Figure 3); the others keep the ELBO fit's
-            values.
-        joint_optimizer: ``"lbfgs"`` or ``"adam"`` (Algorithm 1: alternating
-            minibatch w- and x-steps with the stopping rule above), see above.
-        joint_max_iter: L-BFGS-B iteration budget of the joint phase while
-            ``n <= lbfgs_max_n``.
     """
 
     lr_w: float = 0.01
     lr_x: float = 0.001
     batch_size: int = 32
     grad_clip: float = 2.0
+
+    def validate(self) -> None:
+        r"""Raise ``ValueError`` naming the first bad setting."""
+        for name in ("lr_w", "lr_x", "grad_clip"):
+            check_positive(f"adam.{name}", getattr(self, name))
+        _check_positive_ints("adam", self, ("batch_size",))
+
+
+@dataclass(frozen=True)
+class StoppingOptions:
+    r"""When a minibatch-Adam fit (ELBO or joint phase) stops.
+
+    ``"steps"`` (the default) runs rounds of ``check_every`` minibatch steps and
+    stops once ``patience`` rounds in a row improved the per-datum objective on
+    a fixed check set of at most ``check_size`` points by less than ``tol``, or
+    after ``max_steps`` steps. Reason: its cost per fit is bounded independently
+    of ``n``, and the fixed check set makes the criterion a deterministic
+    function of the parameters. ``"epochs"`` is the paper's rule (Appendix A:
+    ``patience`` epochs without improvement, at most ``max_epochs``);
+    ``EULBOOptions.table1()`` is it with Table 1's values.
+
+    Example:
+        >>> StoppingOptions(max_steps=500)
+
+    Args:
+        convergence: ``"steps"`` or ``"epochs"``, see above.
+        max_steps: Step budget of one fit (``"steps"``).
+        check_every: Minibatch steps per round (``"steps"``).
+        check_size: Size of the fixed check set (``"steps"``; also the size of
+            the set on which the joint step reports its EULBO).
+        tol: Smallest per-datum improvement (nats) that counts as progress.
+        patience: Rounds or epochs without progress before stopping.
+        max_epochs: Epoch budget of one fit (``"epochs"``).
+    """
+
     convergence: str = "steps"
-    elbo_optimizer: str = "auto"
-    lbfgs_max_iter: int = 500
-    lbfgs_max_n: int = 2000
     max_steps: int = 1000
     check_every: int = 25
     check_size: int = 1024
     tol: float = 1e-3
     patience: int = 4
     max_epochs: int = 30
+
+    def validate(self) -> None:
+        r"""Raise ``ValueError`` naming the first bad setting."""
+        _check_choice("stopping.convergence", self.convergence, CONVERGENCE_RULES)
+        check_positive("stopping.tol", self.tol, allow_zero=True)
+        names = ("max_steps", "check_every", "check_size", "patience", "max_epochs")
+        _check_positive_ints("stopping", self, names)
+
+
+@dataclass(frozen=True)
+class WarmStartOptions:
+    r"""The ``optimize_acqf`` call that finds the joint step's starting candidates.
+
+    Example:
+        >>> WarmStartOptions(num_restarts=5, raw_samples=128)
+
+    Args:
+        num_restarts: ``optimize_acqf`` restarts.
+        raw_samples: ``optimize_acqf`` raw samples.
+    """
+
     num_restarts: int = 10
     raw_samples: int = 256
+
+    def validate(self) -> None:
+        r"""Raise ``ValueError`` naming the first bad setting."""
+        _check_positive_ints("warm_start", self, ("num_restarts", "raw_samples"))
+
+
+@dataclass(frozen=True)
+class UtilityOptions:
+    r"""How the joint step estimates the expected utility.
+
+    Example:
+        >>> UtilityOptions(num_fantasies=16)
+
+    Args:
+        num_mc_samples: Fixed base samples of the q-batch utility (``q > 1``).
+        num_fantasies: ``S``, fantasy samples and free points of the one-shot
+            soft KG; the paper does not state it, 32 keeps the joint problem
+            over ``q + S`` points cheap.
+        num_quadrature_points: Gauss-Hermite points of the ``q = 1`` utility
+            (the paper's 20).
+    """
+
     num_mc_samples: int = 64
     num_fantasies: int = 32
     num_quadrature_points: int = DEFAULT_NUM_QUADRATURE_POINTS
-    joint_parameters: str | tuple[str, ...] = "all"
-    joint_optimizer: str = "lbfgs"
-    joint_max_iter: int = 100
+
+    def validate(self) -> None:
+        r"""Raise ``ValueError`` naming the first bad setting."""
+        names = ("num_mc_samples", "num_fantasies", "num_quadrature_points")
+        _check_positive_ints("utility", self, names)
+
+
+@dataclass(frozen=True)
+class JointOptions:
+    r"""The joint EULBO phase: optimizer, budget and the blocks of ``w`` it refines.
+
+    ``"lbfgs"`` (the default) is L-BFGS-B on the deterministic full-data EULBO
+    over the candidates and the selected blocks of ``w``, started at the warm
+    start, so the returned EULBO is never below the warm start's and is
+    strictly higher whenever its gradient there is non-zero. Its iteration
+    budget is ``max_iter`` while ``n <= EULBOOptions.lbfgs_max_n`` and
+    proportionally fewer above (``joint_iterations``), so the cost per step
+    stays bounded in ``n``. Reason: from a converged ELBO fit the
+    minibatch-Adam phase of Algorithm 1 (``"adam"``, which uses ``AdamOptions``
+    and ``StoppingOptions``) first lowers the EULBO and its stopping rule
+    returns the warm start unchanged (measured; see the EULBO page of the docs).
+
+    Example:
+        >>> JointOptions(parameters=("variational", "inducing_points"))
+
+    Args:
+        optimizer: ``"lbfgs"`` or ``"adam"`` (Algorithm 1: alternating
+            minibatch w- and x-steps), see above.
+        parameters: Blocks of ``w`` the joint phase refines: ``"all"``
+            (Algorithm 1) or one or several of ``JOINT_PARAMETER_BLOCKS`` (the
+            refinement ablation of Figure 3); the others keep the ELBO fit's
+            values.
+        max_iter: L-BFGS-B iteration budget while ``n <= lbfgs_max_n``.
+    """
+
+    optimizer: str = "lbfgs"
+    parameters: str | tuple[str, ...] = "all"
+    max_iter: int = 100
+
+    def validate(self) -> None:
+        r"""Raise ``ValueError`` naming the first bad setting."""
+        _check_choice("joint.optimizer", self.optimizer, JOINT_OPTIMIZERS)
+        joint_parameter_blocks(self.parameters)
+        _check_positive_ints("joint", self, ("max_iter",))
+
+
+class OptionsGroup(Protocol):
+    r"""What every group of ``EULBOOptions`` has: a ``validate`` method."""
+
+    def validate(self) -> None:
+        r"""Raise ``ValueError`` naming the first bad setting."""
+
+
+#: The groups of ``EULBOOptions`` and their classes.
+GROUPS: dict[str, type[OptionsGroup]] = {
+    "elbo": ELBOFitOptions,
+    "adam": AdamOptions,
+    "stopping": StoppingOptions,
+    "warm_start": WarmStartOptions,
+    "utility": UtilityOptions,
+    "joint": JointOptions,
+}
+
+#: The flat field names of botorch_ext 0.1.0 and where each lives now:
+#: ``(group, field)``, with group ``None`` for a field of ``EULBOOptions``.
+FLAT_FIELDS: dict[str, tuple[str | None, str]] = {
+    "elbo_optimizer": ("elbo", "optimizer"),
+    "lbfgs_max_iter": ("elbo", "lbfgs_max_iter"),
+    "lbfgs_max_n": (None, "lbfgs_max_n"),
+    **{
+        name: (group, name)
+        for group, group_class in (
+            ("adam", AdamOptions),
+            ("stopping", StoppingOptions),
+            ("warm_start", WarmStartOptions),
+            ("utility", UtilityOptions),
+        )
+        for name in (f.name for f in dataclasses.fields(group_class))
+    },
+    "joint_optimizer": ("joint", "optimizer"),
+    "joint_parameters": ("joint", "parameters"),
+    "joint_max_iter": ("joint", "max_iter"),
+}
+
+
+@dataclass(frozen=True)
+class EULBOOptions:
+    r"""Optimizer settings of ``fit_elbo`` and ``optimize_eulbo`` [Maus2024eulbo]_.
+
+    One settings object per concern (see the module docstring): ``elbo``,
+    ``adam`` and ``stopping`` for the ELBO fit, ``warm_start``, ``utility`` and
+    ``joint`` for the joint step, and ``lbfgs_max_n``, the largest ``n`` at
+    which the ELBO fit uses L-BFGS (``elbo.optimizer="auto"``) and the joint
+    phase gets its full L-BFGS-B budget. The defaults are the package's:
+    L-BFGS in both phases up to 2,000 points; ``table1()`` is the paper's
+    minibatch-Adam setting.
+
+    Example:
+        >>> opts = EULBOOptions(stopping=StoppingOptions(max_steps=500))
+        >>> opts = EULBOOptions.from_flat(max_steps=500, joint_optimizer="adam")
+        >>> paper = EULBOOptions.table1()
+
+    Args:
+        elbo: The ELBO fit's optimizer (``ELBOFitOptions``).
+        adam: Minibatch Adam, both phases (``AdamOptions``).
+        stopping: When an Adam fit stops, both phases (``StoppingOptions``).
+        warm_start: The joint step's ``optimize_acqf`` (``WarmStartOptions``).
+        utility: The utility's estimate (``UtilityOptions``).
+        joint: The joint phase (``JointOptions``).
+        lbfgs_max_n: Largest ``n`` at which L-BFGS runs at its full budget.
+    """
+
+    elbo: ELBOFitOptions = field(default_factory=ELBOFitOptions)
+    adam: AdamOptions = field(default_factory=AdamOptions)
+    stopping: StoppingOptions = field(default_factory=StoppingOptions)
+    warm_start: WarmStartOptions = field(default_factory=WarmStartOptions)
+    utility: UtilityOptions = field(default_factory=UtilityOptions)
+    joint: JointOptions = field(default_factory=JointOptions)
+    lbfgs_max_n: int = 2000
 
     @classmethod
-    def table1(cls, **overrides) -> EULBOOptions:
+    def from_flat(cls, **fields: Any) -> EULBOOptions:
+        r"""Build the options from flat field names (``FLAT_FIELDS``).
+
+        The flat names are those of botorch_ext 0.1.0, e.g. ``max_steps``,
+        ``elbo_optimizer`` or ``joint_parameters``; unnamed settings keep their
+        defaults.
+
+        Example:
+            >>> EULBOOptions.from_flat(max_steps=500, num_restarts=5)
+
+        Args:
+            fields: Flat settings.
+
+        Returns:
+            The options.
+
+        Raises:
+            TypeError: For a name that is not in ``FLAT_FIELDS``, naming it.
+        """
+        return cls().replace(**fields)
+
+    def replace(self, **fields: Any) -> EULBOOptions:
+        r"""A copy with the given flat settings (``FLAT_FIELDS``) changed.
+
+        Example:
+            >>> EULBOOptions().replace(joint_optimizer="adam", lr_x=0.01)
+
+        Args:
+            fields: Flat settings.
+
+        Returns:
+            The new options.
+
+        Raises:
+            TypeError: For a name that is not in ``FLAT_FIELDS``, naming it.
+        """
+        unknown = sorted(set(fields) - set(FLAT_FIELDS))
+        if unknown:
+            raise TypeError(
+                f"EULBOOptions has no setting {unknown}; the settings are "
+                f"{sorted(FLAT_FIELDS)}."
+            )
+        changes: dict[str | None, dict[str, Any]] = {}
+        for name, value in fields.items():
+            group, key = FLAT_FIELDS[name]
+            changes.setdefault(group, {})[key] = value
+        top = changes.pop(None, {})
+        groups = {
+            str(group): dataclasses.replace(getattr(self, str(group)), **values)
+            for group, values in changes.items()
+        }
+        return dataclasses.replace(self, **groups, **top)
+
+    def flat(self) -> dict[str, Any]:
+        r"""The settings under their flat names (``FLAT_FIELDS``).
+
+        Example:
+            >>> EULBOOptions().flat()["max_steps"]
+            1000
+
+        Returns:
+            A dict from flat name to value.
+        """
+        return {
+            name: getattr(self if group is None else getattr(self, group), key)
+            for name, (group, key) in FLAT_FIELDS.items()
+        }
+
+    @classmethod
+    def table1(cls, **overrides: Any) -> EULBOOptions:
         r"""The paper's Table 1: Adam fits with the epoch rule (30 epochs, patience 3).
 
         Both the ELBO fit and the joint phase run minibatch Adam, as in
@@ -161,7 +406,8 @@ class EULBOOptions:
             >>> opts = EULBOOptions.table1(num_restarts=5)
 
         Args:
-            overrides: Any other field, e.g. ``num_restarts``.
+            overrides: Any other flat setting (``FLAT_FIELDS``), e.g.
+                ``num_restarts``.
 
         Returns:
             The options.
@@ -170,43 +416,30 @@ class EULBOOptions:
             "convergence": "epochs",
             "max_epochs": 30,
             "patience": 3,
+            "tol": 0.0,
             "elbo_optimizer": "adam",
             "joint_optimizer": "adam",
         }
-        settings["tol"] = 0.0
-        return cls(**(settings | overrides))
+        return cls.from_flat(**(settings | overrides))
 
     def validate(self) -> None:
         r"""Raise ``ValueError`` naming the first bad setting.
 
         Example:
-            >>> EULBOOptions(batch_size=0).validate()  # raises ValueError
+            >>> EULBOOptions.from_flat(batch_size=0).validate()  # raises ValueError
         """
-        if self.convergence not in CONVERGENCE_RULES:
-            raise ValueError(
-                f"`convergence` must be one of {CONVERGENCE_RULES}, got "
-                f"{self.convergence!r}."
-            )
-        if self.elbo_optimizer not in ELBO_OPTIMIZERS:
-            raise ValueError(
-                f"`elbo_optimizer` must be one of {ELBO_OPTIMIZERS}, got "
-                f"{self.elbo_optimizer!r}."
-            )
-        for name in ("lr_w", "lr_x", "grad_clip"):
-            check_positive(name, getattr(self, name))
-        check_positive("tol", self.tol, allow_zero=True)
-        for name in _POSITIVE_INTS:
-            check_positive_int(name, getattr(self, name))
-        joint_parameter_blocks(self.joint_parameters)
-        if self.joint_optimizer not in JOINT_OPTIMIZERS:
-            raise ValueError(
-                f"`joint_optimizer` must be one of {JOINT_OPTIMIZERS}, got "
-                f"{self.joint_optimizer!r}."
-            )
+        for group, group_class in GROUPS.items():
+            settings = getattr(self, group)
+            if not isinstance(settings, group_class):
+                raise ValueError(
+                    f"`{group}` must be a {group_class.__name__}, got {settings!r}."
+                )
+            settings.validate()
+        check_positive_int("lbfgs_max_n", self.lbfgs_max_n)
 
 
 def joint_parameter_blocks(joint_parameters: str | tuple[str, ...]) -> tuple[str, ...]:
-    r"""Resolve ``EULBOOptions.joint_parameters`` to a tuple of block names.
+    r"""Resolve ``JointOptions.parameters`` to a tuple of block names.
 
     ``"all"`` is every block of ``JOINT_PARAMETER_BLOCKS``; a single block name
     or a non-empty tuple (or list) of them is that subset.
@@ -236,7 +469,7 @@ def joint_parameter_blocks(joint_parameters: str | tuple[str, ...]) -> tuple[str
     bad = [b for b in names if b not in JOINT_PARAMETER_BLOCKS]
     if not names or bad:
         raise ValueError(
-            "`joint_parameters` must be 'all' or a non-empty selection of "
+            "`joint.parameters` must be 'all' or a non-empty selection of "
             f"{JOINT_PARAMETER_BLOCKS}, got {joint_parameters!r}."
         )
     return tuple(b for b in JOINT_PARAMETER_BLOCKS if b in names)
@@ -245,9 +478,9 @@ def joint_parameter_blocks(joint_parameters: str | tuple[str, ...]) -> tuple[str
 def joint_iterations(options: EULBOOptions, n: int) -> int:
     r"""The L-BFGS-B iteration budget of the joint EULBO phase at ``n`` points.
 
-    ``options.joint_max_iter`` while ``n <= options.lbfgs_max_n``; above,
-    ``joint_max_iter * lbfgs_max_n / n`` (at least ``MIN_JOINT_ITERATIONS``),
-    which keeps the phase's cost, ``O(iterations * n * m^2)``, bounded in ``n``.
+    ``options.joint.max_iter`` while ``n <= options.lbfgs_max_n``; above,
+    ``max_iter * lbfgs_max_n / n`` (at least ``MIN_JOINT_ITERATIONS``), which
+    keeps the phase's cost, ``O(iterations * n * m^2)``, bounded in ``n``.
 
     Example:
         >>> joint_iterations(EULBOOptions(), 10_000)
@@ -260,7 +493,7 @@ def joint_iterations(options: EULBOOptions, n: int) -> int:
     Returns:
         The iteration budget.
     """
+    max_iter = options.joint.max_iter
     if n <= options.lbfgs_max_n:
-        return options.joint_max_iter
-    scaled = options.joint_max_iter * options.lbfgs_max_n // n
-    return max(MIN_JOINT_ITERATIONS, scaled)
+        return max_iter
+    return max(MIN_JOINT_ITERATIONS, max_iter * options.lbfgs_max_n // n)

@@ -5,11 +5,11 @@ models: the function that fits the model, kept beside the model, which never
 imports it. The joint EULBO optimization (``botorch_ext.optim.joint_phase``) reuses
 its minibatch, check-set and w-step helpers and its stopping rule.
 
-By default (``EULBOOptions.elbo_optimizer="auto"``) ``fit_elbo`` is
+By default (``EULBOOptions.elbo.optimizer="auto"``) ``fit_elbo`` is
 ``fit_elbo_collapsed`` while ``n <= lbfgs_max_n``: full-batch L-BFGS on
 ``collapsed_elbo``, the ELBO with ``q(u)`` at its closed-form optimum
 [Titsias2009]_. Above, or with ``"adam"``: Adam steps on minibatch ELBOs
-(``w_step``, gradient norm clipped), every round (``check_every`` steps, or one
+(``w_step``, gradient norm clipped), every round (``stopping.check_every`` steps, or one
 epoch) the objective on a fixed check set (or the epoch's mean), then
 ``StoppingRule``; ``model.last_fit`` records the fit.
 
@@ -74,7 +74,7 @@ class StoppingRule:
 
 
 def minibatches(model: EULBOModel, generator: torch.Generator) -> list[Tensor]:
-    r"""One epoch of shuffled minibatch indices of ``options.batch_size``.
+    r"""One epoch of shuffled minibatch indices of ``options.adam.batch_size``.
 
     Example:
         >>> batches = minibatches(model, torch.Generator().manual_seed(0))
@@ -88,7 +88,7 @@ def minibatches(model: EULBOModel, generator: torch.Generator) -> list[Tensor]:
     """
     n = model.train_X_full.shape[-2]
     perm = torch.randperm(n, generator=generator)
-    return list(perm.split(model.options.batch_size))
+    return list(perm.split(model.options.adam.batch_size))
 
 
 def minibatch_stream(model: EULBOModel, generator: torch.Generator) -> Iterator[Tensor]:
@@ -109,7 +109,7 @@ def minibatch_stream(model: EULBOModel, generator: torch.Generator) -> Iterator[
 
 
 def check_set(model: EULBOModel, generator: torch.Generator) -> Tensor:
-    r"""The fixed check set: all data, or ``options.check_size`` random points.
+    r"""The fixed check set: all data, or ``options.stopping.check_size`` random points.
 
     Reason: a fixed set makes the stopping criterion a deterministic function
     of the parameters rather than minibatch noise.
@@ -125,9 +125,9 @@ def check_set(model: EULBOModel, generator: torch.Generator) -> Tensor:
         Indices of the check set.
     """
     n = model.train_X_full.shape[-2]
-    if n <= model.options.check_size:
+    if n <= model.options.stopping.check_size:
         return torch.arange(n)
-    return torch.randperm(n, generator=generator)[: model.options.check_size]
+    return torch.randperm(n, generator=generator)[: model.options.stopping.check_size]
 
 
 def check_elbo(model: EULBOModel, idx: Tensor) -> Tensor:
@@ -161,7 +161,7 @@ def w_step(
 ) -> float | None:
     r"""One optimizer step on the minibatch ELBO (plus ``extra()``), clipped.
 
-    The gradient norm of ``params`` is clipped at ``options.grad_clip``.
+    The gradient norm of ``params`` is clipped at ``options.adam.grad_clip``.
 
     Example:
         >>> value = w_step(model, torch.optim.Adam(params), params, idx)
@@ -186,7 +186,7 @@ def w_step(
     if not torch.isfinite(loss):
         return None
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, model.options.grad_clip)
+    torch.nn.utils.clip_grad_norm_(params, model.options.adam.grad_clip)
     opt.step()
     return -loss.item()
 
@@ -203,7 +203,7 @@ def uses_lbfgs(model: EULBOModel) -> bool:
         >>> uses_lbfgs(model)
         True
     """
-    choice = model.options.elbo_optimizer
+    choice = model.options.elbo.optimizer
     if choice == "auto":
         return model.train_X_full.shape[-2] <= model.options.lbfgs_max_n
     return choice == "lbfgs"
@@ -212,14 +212,14 @@ def uses_lbfgs(model: EULBOModel) -> bool:
 def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     r"""Fit an ``EULBOModel`` by its ELBO.
 
-    Where ``uses_lbfgs(model)`` (``options.elbo_optimizer`` is ``"lbfgs"``, or
+    Where ``uses_lbfgs(model)`` (``options.elbo.optimizer`` is ``"lbfgs"``, or
     ``"auto"``, the default, and ``n <= options.lbfgs_max_n``) this is
     ``fit_elbo_collapsed``: the ELBO maximized to convergence by L-BFGS.
     Otherwise: Adam with step
-    size ``options.lr_w``, minibatches of ``options.batch_size`` reshuffled
-    every epoch, gradient norm clipped at ``options.grad_clip``,
+    size ``options.adam.lr_w``, minibatches of ``options.adam.batch_size`` reshuffled
+    every epoch, gradient norm clipped at ``options.adam.grad_clip``,
     from the model's current state (a carried-over ``w`` or the closed-form
-    ``q(u)``); stops by ``options.convergence`` (see ``EULBOOptions``), where
+    ``q(u)``); stops by ``options.stopping.convergence`` (see ``EULBOOptions``), where
     ``options`` is ``model.options``. ``model.last_fit`` records the number of
     steps, the final per-datum ELBO and whether the stopping rule (not the
     budget) ended the fit. The model is left in eval mode.
@@ -241,13 +241,13 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     """
     options = model.options
     if uses_lbfgs(model):
-        return fit_elbo_collapsed(model, max_iter=options.lbfgs_max_iter)
+        return fit_elbo_collapsed(model, max_iter=options.elbo.lbfgs_max_iter)
     model.train()
     params = _w_parameters(model)
-    opt = torch.optim.Adam(params, lr=options.lr_w)
+    opt = torch.optim.Adam(params, lr=options.adam.lr_w)
     gen = torch.Generator().manual_seed(seed)
-    rule = StoppingRule(options.patience, options.tol)
-    if options.convergence == "epochs":
+    rule = StoppingRule(options.stopping.patience, options.stopping.tol)
+    if options.stopping.convergence == "epochs":
         steps, converged, value = _adam_epochs(model, opt, params, gen, rule)
     else:
         steps, converged, value = _adam_steps(model, opt, params, gen, rule)
@@ -266,7 +266,7 @@ def _adam_epochs(
     r"""The ``"epochs"`` rule: ``(steps, converged, per-datum value)``."""
     steps, value = 0, -math.inf
     n = model.train_X_full.shape[-2]
-    for _ in range(model.options.max_epochs):
+    for _ in range(model.options.stopping.max_epochs):
         total = 0.0
         for idx in minibatches(model, gen):
             step_value = w_step(model, opt, params, idx)
@@ -296,8 +296,10 @@ def _adam_steps(
     stream = minibatch_stream(model, gen)
     value = model.per_datum(check_elbo(model, check).item())
     rule.update(value)
-    while steps < options.max_steps:
-        for _ in range(min(options.check_every, options.max_steps - steps)):
+    while steps < options.stopping.max_steps:
+        for _ in range(
+            min(options.stopping.check_every, options.stopping.max_steps - steps)
+        ):
             if w_step(model, opt, params, next(stream)) is None:
                 raise RuntimeError("The ELBO became non-finite during fit_elbo.")
             steps += 1

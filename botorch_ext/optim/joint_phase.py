@@ -67,7 +67,7 @@ def joint_parameters(model: EULBOModel) -> list[Tensor]:
     Returns:
         The selected trainable parameters.
     """
-    blocks = joint_parameter_blocks(model.options.joint_parameters)
+    blocks = joint_parameter_blocks(model.options.joint.parameters)
     by_block = model.parameter_blocks()
     selected = {id(p) for block in blocks for p in by_block[block]}
     # In ``parameters()`` order, whatever the selection.
@@ -127,18 +127,20 @@ class _AdamJointPhase:
         self.utility, self.base_samples = utility, base_samples
         self.x = x0.clone().requires_grad_(True)
         self.w_params = joint_parameters(model)
-        self.opt_w = torch.optim.Adam(self.w_params, lr=options.lr_w)
-        self.opt_x = torch.optim.Adam([self.x], lr=options.lr_x)
-        self.epochs = options.convergence == "epochs"
+        self.opt_w = torch.optim.Adam(self.w_params, lr=options.adam.lr_w)
+        self.opt_x = torch.optim.Adam([self.x], lr=options.adam.lr_x)
+        self.epochs = options.stopping.convergence == "epochs"
         self.check = None if self.epochs else check_set(model, gen)
         n = model.train_X_full.shape[-2]
         self.steps_per_round = (
-            math.ceil(n / options.batch_size) if self.epochs else options.check_every
+            math.ceil(n / options.adam.batch_size)
+            if self.epochs
+            else options.stopping.check_every
         )
         self.max_rounds = (
-            options.max_epochs
+            options.stopping.max_epochs
             if self.epochs
-            else math.ceil(options.max_steps / options.check_every)
+            else math.ceil(options.stopping.max_steps / options.stopping.check_every)
         )
 
     def criterion(self, X: Tensor) -> float:
@@ -164,7 +166,7 @@ class _AdamJointPhase:
         if not torch.isfinite(loss_x):
             return False
         loss_x.backward()
-        torch.nn.utils.clip_grad_norm_([self.x], options.grad_clip)
+        torch.nn.utils.clip_grad_norm_([self.x], options.adam.grad_clip)
         self.opt_x.step()
         with torch.no_grad():
             x = torch.minimum(self.x, self.bounds[1])
@@ -238,7 +240,7 @@ def adam_joint_phase(
     # from the warm start: minibatch Adam is not monotone.
     best_state = copy.deepcopy(model.state_dict())
     best_x, best_value = x0.clone(), warm_value
-    rule = StoppingRule(model.options.patience, model.options.tol)
+    rule = StoppingRule(model.options.stopping.patience, model.options.stopping.tol)
     rule.update(model.per_datum(warm_value))
     diverged, trace, steps = False, [warm_value], 0
     stream = minibatch_stream(model, gen)
@@ -308,7 +310,7 @@ def lbfgs_joint_phase(
     cube of ``bounds``, the selected blocks of ``w`` unconstrained (their
     constraints are GPyTorch transforms).
 
-    The budget is ``joint_iterations(options, n)``: ``options.joint_max_iter``
+    The budget is ``joint_iterations(options, n)``: ``options.joint.max_iter``
     iterations while ``n <= options.lbfgs_max_n``, and proportionally fewer
     above, so that an iteration's ``O(n m^2)`` cost times their number stays
     bounded in ``n``. The objective is always the full-data EULBO, so the

@@ -60,7 +60,7 @@ def optimize_eulbo(
 
     Maximizes the EULBO ``L_ELBO(w) + utility_weight * E_{q_w(f)} log u(x, f)``
     over the candidates ``x`` and the blocks of ``w`` that
-    ``options.joint_parameters`` selects (all of ``w`` by default, as in
+    ``options.joint.parameters`` selects (all of ``w`` by default, as in
     Algorithm 1), where ``options`` is ``model.options`` (``EULBOOptions``):
 
     1. ``fit_elbo`` (skipped with ``refit=False``).
@@ -68,22 +68,23 @@ def optimize_eulbo(
        acquisition under the fitted SVGP (``qLogExpectedImprovement`` for
        ``"ei"``; the one-shot soft KG with the SVGP held fixed for ``"kg"``,
        over the candidates and the free points ``x'_i``).
-    3. The joint phase. The default (``joint_optimizer="lbfgs"``) is L-BFGS-B
-       on the deterministic full-data EULBO over the candidates (on the box)
-       and the selected blocks of ``w`` (unconstrained), started at the warm
-       start, so the returned EULBO is never below the warm start's and is
-       strictly higher whenever its gradient there is non-zero. Its iteration
-       budget is ``joint_max_iter`` while ``n <= lbfgs_max_n`` and
-       proportionally fewer above (``joint_iterations``), so the cost per step
-       stays bounded in ``n``. Reason: from a converged ELBO fit the
+    3. The joint phase (``joint``). The default (``joint.optimizer="lbfgs"``)
+       is L-BFGS-B on the deterministic full-data EULBO over the candidates
+       (on the box) and the selected blocks of ``w`` (unconstrained), started
+       at the warm start, so the returned EULBO is never below the warm
+       start's and is strictly higher whenever its gradient there is non-zero.
+       Its iteration budget is ``joint.max_iter`` while ``n <= lbfgs_max_n``
+       and proportionally fewer above (``joint_iterations``), so the cost per
+       step stays bounded in ``n``. Reason: from a converged ELBO fit the
        minibatch-Adam phase of Algorithm 1 first lowers the EULBO and its
        stopping rule returns the warm start unchanged (measured; see the EULBO
-       page of the docs). That phase is ``joint_optimizer="adam"``: w-steps
-       (Adam, ``lr_w``, minibatch ELBO plus the expected log utility)
-       alternating (``model.alternation``) with x-steps (Adam, ``lr_x``, the
-       expected log utility), clipped at ``grad_clip``, ``x`` projected onto
-       ``bounds``, stopped by ``fit_elbo``'s rule applied to the EULBO, the
-       model left at the best state seen at the end of a round.
+       page of the docs). That phase is ``joint.optimizer="adam"``: w-steps
+       (Adam, ``adam.lr_w``, minibatch ELBO plus the expected log utility)
+       alternating (``model.alternation``) with x-steps (Adam, ``adam.lr_x``,
+       the expected log utility), clipped at ``adam.grad_clip``, ``x``
+       projected onto ``bounds``, stopped by ``fit_elbo``'s rule
+       (``stopping``) applied to the EULBO, the model left at the best state
+       seen at the end of a round.
 
     A non-finite EULBO restores a finite state, returns the warm-start
     candidates and warns. ``model.last_optimization`` records the trace.
@@ -97,7 +98,7 @@ def optimize_eulbo(
         bounds: ``2 x d`` box (e.g. a TuRBO trust region).
         q: Number of candidates.
         utility: ``"ei"`` (soft improvement) or ``"kg"`` (one-shot soft
-            knowledge gradient, ``options.num_fantasies`` free points).
+            knowledge gradient, ``options.utility.num_fantasies`` free points).
         seed: Seed of the minibatches and base samples.
         refit: Run ``fit_elbo`` first; False starts from the model's current
             state (e.g. a fit done by the caller).
@@ -106,7 +107,7 @@ def optimize_eulbo(
         ``(candidates, value)``: a ``q x d`` tensor inside ``bounds`` and the
         final EULBO (its ELBO part on all data for the L-BFGS-B phase and for
         ``"epochs"``, else on the check set, which is all data when ``n <=
-        options.check_size``).
+        options.stopping.check_size``).
     """
     options = model.options
     check_bounds("bounds", bounds, model.train_X_full.shape[-1])
@@ -117,7 +118,11 @@ def optimize_eulbo(
     gen = torch.Generator().manual_seed(seed)
     base_samples = None
     if q > 1 or utility == "kg":
-        n_samples = options.num_fantasies if utility == "kg" else options.num_mc_samples
+        n_samples = (
+            options.utility.num_fantasies
+            if utility == "kg"
+            else options.utility.num_mc_samples
+        )
         base_samples = torch.randn(n_samples, q, generator=gen, dtype=bounds.dtype).to(
             bounds.device
         )
@@ -125,7 +130,7 @@ def optimize_eulbo(
         fit_elbo(model, seed=seed)
     # For "kg", x holds the q candidates followed by the S free points x'_i.
     x0 = warm_start(model, bounds, q, seed, utility, base_samples)
-    if options.joint_optimizer == "lbfgs":
+    if options.joint.optimizer == "lbfgs":
         return lbfgs_joint_phase(model, x0, bounds, q, utility, base_samples)
     return adam_joint_phase(model, x0, bounds, q, utility, base_samples, gen)
 
@@ -177,8 +182,8 @@ def warm_start(
             acqf,
             bounds=bounds,
             q=n_points,
-            num_restarts=model.options.num_restarts,
-            raw_samples=model.options.raw_samples,
+            num_restarts=model.options.warm_start.num_restarts,
+            raw_samples=model.options.warm_start.raw_samples,
             return_full_tree=True,
         )
     return candidates.detach()

@@ -40,7 +40,7 @@ class SVGPMethod:
     points, ``q(u)``, hyperparameters; ``EULBOModel.carry_over``), so the new
     observations enter through the ELBO; the first iteration's ``q(u)`` starts
     at its closed-form optimum. The ELBO is fitted as ``EULBOOptions``'s
-    defaults say (``elbo_optimizer="auto"``: L-BFGS on the collapsed bound while
+    defaults say (``elbo.optimizer="auto"``: L-BFGS on the collapsed bound while
     ``n <= lbfgs_max_n``, bounded minibatch Adam beyond). A collapsed trust region
     restarts at its initial length (the data and the model state are kept).
     After each call, ``diagnostics`` holds the fitted noise, lengthscales, ELBO
@@ -57,7 +57,8 @@ class SVGPMethod:
             ELBO baseline (``fit_elbo``, then ``qLogExpectedImprovement`` under
             the SVGP).
         turbo: Restrict proposals to a TuRBO trust region.
-        eulbo_options: Further ``EULBOOptions`` fields (e.g.
+        eulbo_options: Further ``EULBOOptions`` settings under their flat
+            names (``EULBOOptions.from_flat``, e.g.
             ``{"elbo_optimizer": "lbfgs"}``); the runner's ``num_restarts``
             and ``raw_samples`` are always passed.
         model_kwargs: Further ``EULBOModel`` arguments of the first model
@@ -132,7 +133,7 @@ class _SVGPRun(TrustRegion):
                 train_X,
                 train_Y,
                 num_inducing_points=options.num_inducing_points,
-                options=EULBOOptions(
+                options=EULBOOptions.from_flat(
                     num_restarts=options.num_restarts,
                     raw_samples=options.raw_samples,
                     **self.eulbo_options,

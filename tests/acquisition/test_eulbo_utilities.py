@@ -8,7 +8,7 @@ from botorch_ext.acquisition import (
     gauss_hermite_normal,
     mc_log_soft_improvement,
 )
-from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.models import EULBOModel
 from botorch_ext.optim import fit_elbo
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
@@ -257,7 +257,7 @@ class TestExpectedLogUtility(BotorchTestCase):
     def test_the_model_uses_its_number_of_quadrature_points(self):
         # Two-point Gauss-Hermite: E g(z) = (g(-1) + g(1)) / 2 for z ~ N(0, 1).
         X, Y = _data()
-        options = EULBOOptions(**(FAST.__dict__ | {"num_quadrature_points": 2}))
+        options = FAST.replace(num_quadrature_points=2)
         model = EULBOModel(X, Y, num_inducing_points=10, options=options)
         Xt = torch.tensor([[[0.2, 0.9]], [[1.2, 1.1]]], dtype=torch.double)
         with torch.no_grad():

@@ -195,7 +195,10 @@ class TestQLogSoftKG(BotorchTestCase):
         train_X = torch.rand(30, 2, generator=gen, dtype=torch.double)
         train_Y = 50.0 + 20.0 * torch.sin(5 * train_X).sum(-1, keepdim=True)
         model = EULBOModel(
-            train_X, train_Y, num_inducing_points=10, options=EULBOOptions(max_steps=40)
+            train_X,
+            train_Y,
+            num_inducing_points=10,
+            options=EULBOOptions.from_flat(max_steps=40),
         )
         fit_elbo(model)
         eps = torch.randn(5, 2, generator=gen, dtype=torch.double)

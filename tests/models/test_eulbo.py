@@ -52,7 +52,7 @@ class TestEULBOModel(BotorchTestCase):
                 self.assertTrue(constraint.enforced, name)
         # Aggressive Adam steps push the noise of noise-free data toward its
         # floor; it stays above it and well below the outcome variance.
-        model.options = EULBOOptions(
+        model.options = EULBOOptions.from_flat(
             lr_w=0.1, max_epochs=60, patience=60, elbo_optimizer="adam"
         )
         fit_elbo(model)
@@ -99,8 +99,8 @@ class TestEULBOModel(BotorchTestCase):
             EULBOModel(X, Y, elbo_scale="max")
         with self.assertRaisesRegex(ValueError, "alternation"):
             EULBOModel(X, Y, alternation="joint")
-        with self.assertRaisesRegex(ValueError, "lr_w"):
-            EULBOModel(X, Y, options=EULBOOptions(lr_w=0.0))
+        with self.assertRaisesRegex(ValueError, "`adam.lr_w`"):
+            EULBOModel(X, Y, options=EULBOOptions.from_flat(lr_w=0.0))
 
 
 def _full_elbo(model):

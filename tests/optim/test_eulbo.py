@@ -60,7 +60,7 @@ class TestOptimizeEULBO(BotorchTestCase):
             x0 = warm_start(model, bounds, q, *args, **kwargs)
             return (x0 + 0.1).clamp(bounds[0], bounds[1])
 
-        options = EULBOOptions(
+        options = EULBOOptions.from_flat(
             max_steps=100,
             check_every=10,
             num_restarts=2,
@@ -179,7 +179,7 @@ class TestOptimizeEULBO(BotorchTestCase):
 class TestOptimizeEULBOKG(BotorchTestCase):
     def test_optimize_eulbo_kg(self):
         X, Y = _data()
-        options = EULBOOptions(
+        options = EULBOOptions.from_flat(
             max_steps=40,
             check_every=10,
             num_restarts=2,
@@ -200,7 +200,7 @@ class TestOptimizeEULBOKG(BotorchTestCase):
 class TestJointPhaseOptions(BotorchTestCase):
     def _fitted(self, dtype, **options):
         X, Y = _data(dtype=dtype)
-        opts = EULBOOptions(**(FAST.__dict__ | options))
+        opts = FAST.replace(**options)
         model = EULBOModel(X, Y, num_inducing_points=10, options=opts)
         fit_elbo(model, seed=0)
         # The joint phase must start from exactly this state (refit=False).
@@ -218,10 +218,10 @@ class TestJointPhaseOptions(BotorchTestCase):
             ("variational", "hyperparameters"),
         )
         for bad in ("noise", (), ("variational", "Z")):
-            with self.assertRaisesRegex(ValueError, "`joint_parameters`"):
-                EULBOOptions(joint_parameters=bad).validate()
-        with self.assertRaisesRegex(ValueError, "`joint_optimizer`.*'sgd'"):
-            EULBOOptions(joint_optimizer="sgd").validate()
+            with self.assertRaisesRegex(ValueError, "`joint.parameters`"):
+                EULBOOptions.from_flat(joint_parameters=bad).validate()
+        with self.assertRaisesRegex(ValueError, "`joint.optimizer`.*'sgd'"):
+            EULBOOptions.from_flat(joint_optimizer="sgd").validate()
 
     def test_only_the_selected_blocks_move(self):
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
@@ -268,12 +268,7 @@ class TestJointPhaseOptions(BotorchTestCase):
         Y = torch.sin(6 * X) - (X - 0.3) ** 2  # one maximum, near x = 0.26
         for dtype in (torch.float, torch.double):
             tkw = {"dtype": dtype, "device": self.device}
-            opts = EULBOOptions(
-                **(
-                    FAST.__dict__
-                    | {"joint_optimizer": "lbfgs", "joint_parameters": "variational"}
-                )
-            )
+            opts = FAST.replace(joint_optimizer="lbfgs", joint_parameters="variational")
             model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=opts)
             fit_elbo(model, seed=0)
             # Not the unit interval, so that the map to the unit cube matters.
@@ -333,8 +328,8 @@ class TestJointPhaseOptions(BotorchTestCase):
 
         opts = EULBOOptions()
         # Pinned defaults: L-BFGS, 100 iterations up to 2,000 points.
-        self.assertEqual(opts.joint_optimizer, "lbfgs")
-        self.assertEqual(opts.joint_max_iter, 100)
+        self.assertEqual(opts.joint.optimizer, "lbfgs")
+        self.assertEqual(opts.joint.max_iter, 100)
         self.assertEqual(opts.lbfgs_max_n, 2000)
         self.assertEqual(joint_iterations(opts, 2000), 100)
         # Above lbfgs_max_n the budget shrinks as 1 / n: n * iterations is
@@ -402,7 +397,9 @@ class TestDefaultJointPhase(BotorchTestCase):
     def _converged(self, dtype, seed=0, **options):
         X, Y = _data(dtype=dtype, seed=seed)
         # Default joint phase; the ELBO fit converged (L-BFGS, collapsed bound).
-        opts = EULBOOptions(num_restarts=2, raw_samples=32, num_fantasies=4, **options)
+        opts = EULBOOptions.from_flat(
+            num_restarts=2, raw_samples=32, num_fantasies=4, **options
+        )
         model = EULBOModel(X, Y, num_inducing_points=10, options=opts)
         return model
 
@@ -468,7 +465,7 @@ class TestDefaultJointPhase(BotorchTestCase):
         moved = {}
         for preset, scale in ELBO_SCALES.items():
             X, Y = _data()
-            opts = EULBOOptions(num_restarts=2, raw_samples=32)
+            opts = EULBOOptions.from_flat(num_restarts=2, raw_samples=32)
             model = EULBOModel(X, Y, 10, options=opts, elbo_scale=preset)
             self.assertEqual(model.elbo_scale, scale)
             self._check_step(model, bounds, 1, "ei", seed=0)

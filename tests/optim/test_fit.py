@@ -36,14 +36,16 @@ class TestFitELBO(BotorchTestCase):
         with torch.no_grad():
             rmse_gp = (gp.posterior(X).mean - Y).pow(2).mean().sqrt().item()
         for optimizer in ("adam", "lbfgs"):
-            options = EULBOOptions(elbo_optimizer=optimizer)
+            options = EULBOOptions.from_flat(elbo_optimizer=optimizer)
             model = EULBOModel(
                 X, Y, num_inducing_points=40, options=options, covar_module=ard(2)
             )
             fit_elbo(model, seed=0)
             self.assertLess(model.likelihood.noise.item(), 1e-2)
             self.assertTrue(model.last_fit["converged"])
-            self.assertLessEqual(model.last_fit["steps"], model.options.max_steps)
+            self.assertLessEqual(
+                model.last_fit["steps"], model.options.stopping.max_steps
+            )
             with torch.no_grad():
                 rmse = (model.posterior(X).mean - Y).pow(2).mean().sqrt().item()
             # Within 5% of the outcome's standard deviation (an unfitted q(u) at
@@ -58,15 +60,20 @@ class TestFitELBO(BotorchTestCase):
         self.assertTrue(rule.update(0.58))  # stale 2
         table1 = EULBOOptions.table1(num_restarts=3)
         self.assertEqual(
-            (table1.convergence, table1.max_epochs, table1.patience, table1.tol),
+            (
+                table1.stopping.convergence,
+                table1.stopping.max_epochs,
+                table1.stopping.patience,
+                table1.stopping.tol,
+            ),
             ("epochs", 30, 3, 0.0),
         )
-        self.assertEqual(table1.num_restarts, 3)
+        self.assertEqual(table1.warm_start.num_restarts, 3)
         X, Y = _data(n=70)
         for options, unit in (
             (EULBOOptions.table1(max_epochs=5), 3),  # epochs of ceil(70 / 32) steps
             (
-                EULBOOptions(
+                EULBOOptions.from_flat(
                     max_steps=45, check_every=10, tol=1e9, elbo_optimizer="adam"
                 ),
                 10,
@@ -78,16 +85,16 @@ class TestFitELBO(BotorchTestCase):
             self.assertEqual(steps % unit if steps < 45 else 0, 0)
             self.assertLessEqual(steps, 45 if unit == 10 else 15)
         # tol = 1e9: no round counts as progress, so it stops after `patience`.
-        self.assertEqual(steps, options.patience * 10)
+        self.assertEqual(steps, options.stopping.patience * 10)
         with self.assertRaisesRegex(ValueError, "convergence"):
-            EULBOOptions(convergence="never").validate()
-        with self.assertRaisesRegex(ValueError, "`tol`"):
-            EULBOOptions(tol=-1.0).validate()
+            EULBOOptions.from_flat(convergence="never").validate()
+        with self.assertRaisesRegex(ValueError, "`stopping.tol`"):
+            EULBOOptions.from_flat(tol=-1.0).validate()
 
     def test_cost_per_fit_is_bounded_in_n(self):
         # The "steps" rule touches at most max_steps minibatches and
         # max_steps / check_every check sets of check_size points, for any n.
-        options = EULBOOptions(
+        options = EULBOOptions.from_flat(
             max_steps=40,
             check_every=10,
             check_size=64,
@@ -191,7 +198,7 @@ class TestCollapsedELBO(BotorchTestCase):
         gp = SingleTaskGP(X, Y, outcome_transform=Standardize(m=1))
         fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
         for dtype in (torch.float, torch.double):
-            options = EULBOOptions(elbo_optimizer="lbfgs")
+            options = EULBOOptions.from_flat(elbo_optimizer="lbfgs")
             model = EULBOModel(
                 X.to(dtype),
                 Y.to(dtype),
@@ -237,8 +244,8 @@ class TestCollapsedELBO(BotorchTestCase):
         ]
         grads = torch.autograd.grad(collapsed_elbo(lbfgs), params)
         self.assertLess(max(g.abs().max().item() for g in grads), 1e-3)
-        with self.assertRaisesRegex(ValueError, "elbo_optimizer"):
-            EULBOOptions(elbo_optimizer="sgd").validate()
+        with self.assertRaisesRegex(ValueError, "`elbo.optimizer`.*sgd"):
+            EULBOOptions.from_flat(elbo_optimizer="sgd").validate()
 
     def test_a_failed_lbfgs_fit_keeps_the_starting_state(self):
         # A singular K_ZZ met during the line search (NotPSDError), a K_ZZ with
@@ -282,7 +289,7 @@ class TestCollapsedELBO(BotorchTestCase):
             ("lbfgs", 1, True),
             ("adam", 10_000, False),
         ):
-            options = EULBOOptions(elbo_optimizer=choice, lbfgs_max_n=max_n)
+            options = EULBOOptions.from_flat(elbo_optimizer=choice, lbfgs_max_n=max_n)
             model = EULBOModel(X, Y, num_inducing_points=10, options=options)
             self.assertEqual(uses_lbfgs(model), expected, (choice, max_n))
             with mock.patch(
@@ -290,7 +297,7 @@ class TestCollapsedELBO(BotorchTestCase):
             ) as spy:
                 fit_elbo(model)
             self.assertEqual(spy.called, expected)
-        self.assertEqual(EULBOOptions().elbo_optimizer, "auto")
-        self.assertEqual(EULBOOptions.table1().elbo_optimizer, "adam")
+        self.assertEqual(EULBOOptions().elbo.optimizer, "auto")
+        self.assertEqual(EULBOOptions.table1().elbo.optimizer, "adam")
         # The paper's setting runs Adam in both phases (Algorithm 1).
-        self.assertEqual(EULBOOptions.table1().joint_optimizer, "adam")
+        self.assertEqual(EULBOOptions.table1().joint.optimizer, "adam")

@@ -1,12 +1,9 @@
 import math
-from functools import partial
 from unittest import mock
 
 import torch
 from botorch.models.transforms.outcome import Standardize
 from botorch.utils.testing import BotorchTestCase
-
-from botorch_ext.models import EULBOOptions
 
 #: A short SVGP fit for tests of shapes, bounds and state (not of fit quality).
 from botorch_ext.optim import fit as svgp_fit  # noqa: E402
@@ -18,8 +15,9 @@ from botorch_ext.runner.methods import (
     fit_model,
     get_method,
 )
+from tests.models.helpers import options_with
 
-SHORT_SVGP_FIT = partial(EULBOOptions, max_steps=40, check_every=10)
+SHORT_SVGP_FIT = options_with(max_steps=40, check_every=10)
 
 
 class TestMethods(BotorchTestCase):
@@ -312,12 +310,12 @@ class TestMethods(BotorchTestCase):
                 (get_method("elbo-svgp"), "auto", 2000),  # n = 12: L-BFGS too
                 (get_method("elbo-svgp"), "auto", 11),  # above lbfgs_max_n: Adam
             ):
-                eulbo_options = partial(EULBOOptions, lbfgs_max_n=lbfgs_max_n)
+                eulbo_options = options_with(lbfgs_max_n=lbfgs_max_n)
                 with mock.patch.object(svgp, "EULBOOptions", eulbo_options):
                     run = method.new_run()
                     run(X, Y, bounds, 1, 0, options)
-                self.assertEqual(run.previous.options.elbo_optimizer, choice)
-                self.assertEqual(run.previous.options.num_restarts, 1)
+                self.assertEqual(run.previous.options.elbo.optimizer, choice)
+                self.assertEqual(run.previous.options.warm_start.num_restarts, 1)
         self.assertEqual(calls, [500, 500])  # not the Adam run
 
     def test_turbo_exact_gp(self):

@@ -2,7 +2,6 @@ r"""The method registry: the curated list, the extension points (``register_meth
 and ``module:attribute``), the pinned SVGP kernel and the benchmark ablations."""
 
 import math
-from functools import partial
 from unittest import mock
 
 import torch
@@ -10,7 +9,6 @@ from botorch.utils.testing import BotorchTestCase
 from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from benchmarks.eulbo import ablations
-from botorch_ext.models import EULBOOptions
 from botorch_ext.runner import svgp
 from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.methods import (
@@ -23,8 +21,9 @@ from botorch_ext.runner.methods import (
     register_method,
     svgp_ard_kernel,
 )
+from tests.models.helpers import options_with
 
-SHORT_SVGP_FIT = partial(EULBOOptions, max_steps=40, check_every=10)
+SHORT_SVGP_FIT = options_with(max_steps=40, check_every=10)
 
 
 def _forget(*names):
@@ -169,7 +168,7 @@ class TestEULBOAblations(BotorchTestCase):
         for _ in range(2):
             cand = run(Xw, Yw, box, 2, 0, opts)
             self.assertEqual(run.previous.utility_weight, 0.0)
-            self.assertEqual(run.previous.options.elbo_optimizer, "adam")
+            self.assertEqual(run.previous.options.elbo.optimizer, "adam")
             Xw = torch.cat([Xw, cand])
             Yw = torch.cat([Yw, -((cand - 0.4) ** 2).sum(-1, keepdim=True)])
         # A method's kernel is made per run: two runs start from the same kernel
