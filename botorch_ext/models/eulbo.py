@@ -221,7 +221,12 @@ class EULBOModel(SingleTaskVariationalGP):
                 "`previous_model` must be a BoTorch model, got "
                 f"{type(previous_model).__name__}."
             )
-        options = options or EULBOOptions()
+        options = EULBOOptions() if options is None else options
+        if not isinstance(options, EULBOOptions):
+            raise ValueError(
+                "`options` must be an EULBOOptions (a dict of flat settings goes "
+                f"through EULBOOptions.from_flat), got {type(options).__name__}."
+            )
         options.validate()
         model_X, outcome_transform, Y_std = transform_training_data(
             train_X, train_Y, input_transform, outcome_transform

@@ -101,6 +101,8 @@ class TestEULBOModel(BotorchTestCase):
             EULBOModel(X, Y, alternation="joint")
         with self.assertRaisesRegex(ValueError, "`adam.lr_w`"):
             EULBOModel(X, Y, options=EULBOOptions.from_flat(lr_w=0.0))
+        with self.assertRaisesRegex(ValueError, "`options`.*from_flat.*dict"):
+            EULBOModel(X, Y, options={"max_steps": 5})
 
 
 def _full_elbo(model):
