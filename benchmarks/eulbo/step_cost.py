@@ -1,11 +1,12 @@
-r"""Seconds per BO step of the SVGP methods as ``n`` grows (issue 12, section 3).
+r"""Seconds per BO step of the SVGP methods as ``n`` grows.
 
 For each method and ``n``, in a fresh process (so that the peak resident memory is
 that of one configuration): ``n + q`` i.i.d. uniform points of the 60-D rover
 problem, one BO step on the first ``n`` (the run's first step: fresh model,
 closed-form ``q(u)``), then the timed step on all ``n + q`` with the state carried
 over, exactly as the runner's ``turbo-*`` methods do (q = 20, m = 100, 10 restarts,
-256 raw samples, one thread). The exact-GP TuRBO baseline (``turbo``) refits a
+256 raw samples, one thread; ``--device cuda`` puts the data, and so the models,
+on the GPU). The exact-GP TuRBO baseline (``turbo``) refits a
 ``SingleTaskGP`` every step and is run only up to ``--exact-max-n``.
 
 Rows are appended to the output CSV as each configuration finishes (an existing
@@ -15,7 +16,7 @@ CPU used by other processes during the step, and the peak RSS.
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/step_cost.py \
         [--ns 1000,2000,5000,10000] [--methods turbo-elbo-svgp,turbo-eulbo-ei,turbo] \
-        [--exact-max-n 2000] [--output benchmarks/eulbo/results/eulbo-v2/step_cost.csv]
+        [--exact-max-n 2000] [--device cuda] [--output benchmarks/eulbo/results/eulbo-v2/step_cost.csv]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def one(method: str, n: int, q: int) -> dict:
+def one(method: str, n: int, q: int, device: str = "cpu") -> dict:
     import torch
 
     from botorch_ext.runner.methods import MethodOptions, get_method
@@ -45,16 +46,27 @@ def one(method: str, n: int, q: int) -> dict:
     problem = get_problem("rover")
     gen = torch.Generator().manual_seed(0)
     X = torch.rand(n + q, problem.dim, generator=gen, dtype=torch.double)
+    X = X.to(device)
     Y = -problem(X).unsqueeze(-1)
+    bounds = problem.bounds.to(X)
     options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=100)
     run = get_method(method).new_run()
+
+    def sync() -> None:
+        if X.is_cuda:
+            torch.cuda.synchronize(X.device)
+
     t0 = time.perf_counter()
-    run(X[:n], Y[:n], problem.bounds, q, 0, options)
+    run(X[:n], Y[:n], bounds, q, 0, options)
+    sync()
     first = time.perf_counter() - t0
     with OtherCPU() as other:
         t0 = time.perf_counter()
-        run(X, Y, problem.bounds, q, 0, options)
+        cand = run(X, Y, bounds, q, 0, options)
+        sync()
         step = time.perf_counter() - t0
+    if cand.device != X.device:
+        raise RuntimeError(f"candidates on {cand.device}, data on {X.device}")
     diag = getattr(run, "diagnostics", {}) or {}
     return {
         "method": method,
@@ -66,6 +78,7 @@ def one(method: str, n: int, q: int) -> dict:
         "eulbo_steps": diag.get("eulbo_steps"),
         "w_moved": diag.get("w_moved"),
         "noise": diag.get("noise"),
+        "device": torch.cuda.get_device_name(X.device) if X.is_cuda else "cpu",
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "other_cpu": str(other),
         "environment": environment(),
@@ -81,6 +94,9 @@ def main() -> None:
     parser.add_argument(
         "--output", default=os.path.join(HERE, "results/eulbo-v2/step_cost.csv")
     )
+    parser.add_argument(
+        "--device", default="cpu", help="torch device of the data and models (cuda)"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)  # worker: method:n
     parser.add_argument(
         "--quick", action="store_true", help="smoke mode: n = 150, 300, q = 4"
@@ -92,7 +108,7 @@ def main() -> None:
         args.output = os.path.join(tempfile.gettempdir(), "eulbo_step_cost_quick.csv")
     if args.one:
         method, n = args.one.split(":")
-        print(json.dumps(one(method, int(n), args.q)))
+        print(json.dumps(one(method, int(n), args.q, args.device)))
         return
     sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
     from common import append_csv_row
@@ -110,6 +126,8 @@ def main() -> None:
                     f"{method}:{n}",
                     "--q",
                     str(args.q),
+                    "--device",
+                    args.device,
                 ],
                 capture_output=True,
                 text=True,

@@ -386,8 +386,8 @@ class TestDrawRepresenterPoints(BotorchTestCase):
         self.assertLess(((plain - best).norm(dim=-1) < 0.25).sum().item(), 8)
 
     def test_thompson_representers_are_sampled_maximizers(self):
-        # A model nearly certain of its maximiser at 0.7: the sampled
-        # maximizers sit next to it (8 distinct ones, so no EI fill here).
+        # A model nearly certain of its maximiser at 0.7: a sampled maximiser
+        # sits next to it, whatever the seed.
         tkw = {"device": self.device, "dtype": torch.double}
         X = torch.linspace(0, 1, 21, **tkw).unsqueeze(-1)
         Y = -((X - 0.7) ** 2)
@@ -395,11 +395,24 @@ class TestDrawRepresenterPoints(BotorchTestCase):
         model.covar_module.lengthscale = 0.3
         model.likelihood.noise = 1e-6
         bounds = torch.tensor([[0.0], [1.0]], **tkw)
-        R = draw_representer_points(
-            model, bounds, num_points=8, scheme="thompson", num_around_best=0, seed=1
-        )
-        # Every draw peaks within 0.01 of 0.7, on a different pool point.
-        self.assertLess((R - 0.7).abs().max().item(), 0.01)
+        for seed in range(5):
+            R = draw_representer_points(
+                model, bounds, num_points=1, scheme="thompson", num_around_best=0,
+                seed=seed,
+            )  # fmt: skip
+            self.assertLess((R - 0.7).abs().max().item(), 0.02)
+        # Eight draws: distinct pool points, nearly all of them maximisers next
+        # to 0.7 (draws that peak on the same point leave the rest to the EI
+        # fill, which puts about 5 of 8 there).
+        near = 0
+        for seed in range(5):
+            R = draw_representer_points(
+                model, bounds, num_points=8, scheme="thompson", num_around_best=0,
+                seed=seed,
+            )  # fmt: skip
+            self.assertEqual(R.unique(dim=0).shape[0], 8)
+            near += ((R - 0.7).abs() < 0.02).sum().item()
+        self.assertGreaterEqual(near, 36)
         # EI's weights (with a quarter uniform) spread further.
         R_ei = draw_representer_points(
             model, bounds, num_points=8, scheme="ei", num_around_best=0, seed=1

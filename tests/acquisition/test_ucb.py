@@ -248,14 +248,22 @@ class TestQUCB(BotorchTestCase):
     def test_adding_a_point_never_lowers_the_value(self):
         model = make_gp(device=self.device)
         torch.manual_seed(1)
+        sampler = PrefixSampler(num_samples=64, q_max=4)
         for _ in range(5):
             X = torch.rand(4, 3, 2, device=self.device, dtype=torch.double)
             x_new = torch.rand(4, 1, 2, device=self.device, dtype=torch.double)
-            sampler = PrefixSampler(num_samples=64, q_max=4)
             acqf = qUCB(model, beta=1.0, sampler=sampler)
             small, large = acqf(X), acqf(torch.cat([X, x_new], dim=-2))
             self.assertTrue((large >= small - 1e-10).all())
-            self.assertTrue((large > small).any())
+        # Strictly larger, whatever the random stream (a random x_new raises the
+        # value in only about a third of the batches): three copies of the worst
+        # training input, then the best one, where the posterior is nearly exact.
+        X_train, Y_train = model.train_inputs[0], model.train_targets
+        worst = X_train[Y_train.argmin()].expand(1, 3, -1)
+        best = X_train[Y_train.argmax()].view(1, 1, -1)
+        acqf = qUCB(model, beta=1.0, sampler=sampler)
+        small, large = acqf(worst), acqf(torch.cat([worst, best], dim=-2))
+        self.assertGreater((large - small).item(), 1.0)
 
     def test_agrees_with_botorch_at_many_samples(self):
         model = make_gp(device=self.device)
@@ -274,7 +282,9 @@ class TestQUCB(BotorchTestCase):
         model = make_gp(device=self.device)
         X = torch.rand(1, 1, 2, device=self.device, dtype=torch.double)
         ours, ref = [], []
-        for seed in range(200):
+        # 1,000 seeds: at 200 the ratio's estimate ranged from 0.49 to 0.63 over
+        # ten disjoint ranges of seeds (standard error about 0.045).
+        for seed in range(1000):
             s1 = IIDNormalSampler(torch.Size([16]), seed=seed)
             s2 = IIDNormalSampler(torch.Size([16]), seed=seed)
             ours.append(qUCB(model, beta=2.0, sampler=s1)(X))

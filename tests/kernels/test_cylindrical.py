@@ -384,8 +384,9 @@ class TestCylindricalKernel(BotorchTestCase):
             R = math.sqrt(d) / 2
             X = 0.5 + R * offsets
             X_rot = 0.5 + R * offsets @ Q.T
-            K = k(X.to(dtype)).to_dense()
-            K_rot = k(X_rot.to(dtype)).to_dense()
+            tkw = {"device": self.device, "dtype": dtype}
+            K = k(X.to(**tkw)).to_dense()
+            K_rot = k(X_rot.to(**tkw)).to_dense()
             tol = 1e-5 if dtype == torch.float else 1e-12
             self.assertAllClose(K, K_rot, atol=tol, rtol=0)
 
