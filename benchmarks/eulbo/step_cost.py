@@ -16,7 +16,8 @@ CPU used by other processes during the step, and the peak RSS.
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/step_cost.py \
         [--ns 1000,2000,5000,10000] [--methods turbo-elbo-svgp,turbo-eulbo-ei,turbo] \
-        [--exact-max-n 2000] [--device cuda] [--output benchmarks/eulbo/results/eulbo-v2/step_cost.csv]
+        [--exact-max-n 2000] [--device cuda] \
+        [--output benchmarks/eulbo/results/eulbo-v2/step_cost.csv]
 """
 
 from __future__ import annotations
