@@ -4,6 +4,7 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import torch
 from botorch.models import SingleTaskVariationalGP
 from botorch.utils.testing import BotorchTestCase
@@ -317,6 +318,25 @@ class TestEULBOModelInAx(BotorchTestCase):
             )
             client.complete_trial(index, raw_data={"hartmann6": hartmann(x).item()})
         _check_trials(self, client, 11, bo_from=11)
+
+    def test_cross_validation_with_fewer_data_than_inducing_points(self):
+        from ax.adapter.cross_validation import cross_validate
+        from ax.generators.torch.botorch_modular.surrogate import ModelConfig
+
+        # EULBOModel's default m = 100 on 8 trials: every leave-one-out fold has
+        # 7 points, fewer than the full model's 8 inducing points, and takes
+        # its state (Ax's refit_on_cv is False).
+        client = _eulbo_client(
+            model_config=ModelConfig(botorch_model_class=EULBOModel), num_sobol=8
+        )
+        _run_trials(client, 9)
+        model = _generator(client).surrogate.model
+        self.assertEqual(model.num_inducing_points, 8)
+        results = cross_validate(client._generation_strategy.adapter)
+        self.assertEqual(len(results), 8)
+        for result in results:
+            self.assertTrue(np.isfinite(result.predicted.means).all())
+            self.assertTrue((np.diag(result.predicted.covariance) > 0).all())
 
     def test_sql_round_trip(self):
         from ax import Client

@@ -76,6 +76,7 @@ def one(method: str, n: int, q: int, device: str = "cpu") -> dict:
         "first_step_s": round(first, 2),
         "step_s": round(step, 2),
         "fit_steps": diag.get("fit_steps"),
+        "fit_elbo": diag.get("elbo"),
         "eulbo_steps": diag.get("eulbo_steps"),
         "w_moved": diag.get("w_moved"),
         "noise": diag.get("noise"),

@@ -412,8 +412,17 @@ class EULBOModel(SingleTaskVariationalGP):
         targets, which this model keeps itself (standardized once, on the whole
         data set); a plain ``torch.nn.Module`` load is what is meant.
 
+        A state with another number of inducing points resizes this model's
+        inducing points and ``q(u)`` to it first. Reason: an SVGP's posterior
+        is defined by ``Z``, ``q(u)`` and the hyperparameters alone, for any
+        number of points, and this model uses at most ``n`` inducing points when
+        it is built, so a model on fewer data (a cross-validation fold, as Ax's
+        ``cross_validate`` builds them from the full model's state) would
+        otherwise refuse the state of one on more.
+
         Example:
-            >>> other.load_state_dict(model.state_dict())
+            >>> fold = EULBOModel(train_X[1:], train_Y[1:], num_inducing_points=100)
+            >>> fold.load_state_dict(model.state_dict())  # model: all the data
 
         Args:
             state_dict: As for ``torch.nn.Module.load_state_dict``.
@@ -423,7 +432,32 @@ class EULBOModel(SingleTaskVariationalGP):
         Returns:
             The missing and unexpected keys.
         """
+        self._resize_inducing_points(state_dict)
         return torch.nn.Module.load_state_dict(self, state_dict, strict=strict)
+
+    def _resize_inducing_points(self, state_dict) -> None:
+        r"""Give ``Z`` and ``q(u)`` the shapes of ``state_dict``'s (values follow)."""
+        prefix = "model.variational_strategy."
+        Z = state_dict.get(prefix + "inducing_points")
+        if Z is None or Z.shape[-2] == self.num_inducing_points:
+            return
+        strategy = self.model.variational_strategy
+        dist = strategy._variational_distribution
+        own = self.model.variational_strategy.inducing_points
+        tensors = {
+            "inducing_points": own,
+            "_variational_distribution.variational_mean": dist.variational_mean,
+            "_variational_distribution.chol_variational_covar": (
+                dist.chol_variational_covar
+            ),
+        }
+        for key, param in tensors.items():
+            stored = state_dict.get(prefix + key)
+            if stored is not None:
+                param.data = own.new_zeros(stored.shape)
+        dist.num_inducing_points = Z.shape[-2]
+        # (GPyTorch's load clears the strategy's caches.)
+        self.num_inducing_points = Z.shape[-2]
 
     def to_model_space(self, X: Tensor) -> Tensor:
         r"""Apply the input transform in eval mode (minibatches must not re-learn it).

@@ -104,6 +104,35 @@ class TestEULBOModel(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "`options`.*from_flat.*dict"):
             EULBOModel(X, Y, options={"max_steps": 5})
 
+    def test_load_state_dict_with_another_number_of_inducing_points(self):
+        # A cross-validation fold (fewer data than m) takes the state of the
+        # model on all the data: the posterior is then that model's exactly.
+        for dtype in (torch.float, torch.double):
+            X, Y = (t.to(self.device) for t in _data(n=10, dtype=dtype))
+            full = EULBOModel(X[:8], Y[:8], num_inducing_points=100, options=FAST)
+            fit_elbo(full)
+            fold = EULBOModel(X[:6], Y[:6], num_inducing_points=100, options=FAST)
+            self.assertEqual(fold.num_inducing_points, 6)
+            fold.posterior(X[8:])  # in eval mode, with the caches of its own Z
+            fold.load_state_dict(full.state_dict())
+            self.assertEqual(fold.num_inducing_points, 8)
+            Z = fold.model.variational_strategy.inducing_points
+            self.assertEqual(Z.shape, torch.Size([8, 2]))
+            self.assertEqual(Z.dtype, dtype)
+            Xt = X[8:]
+            tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float else {}
+            p_full, p_fold = full.posterior(Xt), fold.posterior(Xt)
+            self.assertAllClose(p_fold.mean, p_full.mean, **tol)
+            self.assertAllClose(p_fold.variance, p_full.variance, **tol)
+            # And to fewer points than its own.
+            fold.load_state_dict(
+                EULBOModel(X[:4], Y[:4], num_inducing_points=100).state_dict()
+            )
+            self.assertEqual(
+                fold.model.variational_strategy.inducing_points.shape[0], 4
+            )
+            self.assertTrue(torch.isfinite(fold.posterior(Xt).variance).all())
+
 
 def _full_elbo(model):
     mll = VariationalELBO(
