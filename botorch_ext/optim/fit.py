@@ -220,7 +220,9 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     every epoch, gradient norm clipped at ``options.adam.grad_clip``,
     from the model's current state (a carried-over ``w`` or the closed-form
     ``q(u)``); stops by ``options.stopping.convergence`` (see ``EULBOOptions``), where
-    ``options`` is ``model.options``. ``model.last_fit`` records the number of
+    ``options`` is ``model.options``. With the ``"steps"`` rule the fit ends at
+    the parameters of its best check (``BestState``), so never below its start
+    on the check set. ``model.last_fit`` records the number of
     steps, the final per-datum ELBO and whether the stopping rule (not the
     budget) ended the fit. The model is left in eval mode.
 
@@ -296,6 +298,7 @@ def _adam_steps(
     stream = minibatch_stream(model, gen)
     value = model.per_datum(check_elbo(model, check).item())
     rule.update(value)
+    best = BestState(params, value)
     while steps < options.stopping.max_steps:
         for _ in range(
             min(options.stopping.check_every, options.stopping.max_steps - steps)
@@ -304,9 +307,47 @@ def _adam_steps(
                 raise RuntimeError("The ELBO became non-finite during fit_elbo.")
             steps += 1
         value = model.per_datum(check_elbo(model, check).item())
+        best.offer(params, value)
         if rule.update(value):
-            return steps, True, value
-    return steps, False, value
+            return steps, True, best.restore(params)
+    return steps, False, best.restore(params)
+
+
+class BestState:
+    r"""The parameters at the best check of a fit, to end the fit there.
+
+    Reason: minibatch Adam started from a good state (a carried-over ``w``
+    after a joint phase, a converged fit) first moves away from it; a fit
+    that stops because its check value stopped improving would otherwise
+    return a state below the one it started from.
+
+    Example:
+        >>> best = BestState(params, check_value)
+        >>> best.offer(params, new_check_value)  # after some steps
+        >>> value = best.restore(params)
+
+    Args:
+        params: The parameters being fitted.
+        value: Their check value now.
+    """
+
+    def __init__(self, params: list[Tensor], value: float) -> None:
+        r"""Save ``params`` as the best so far."""
+        self.value = value
+        self.saved = [p.detach().clone() for p in params]
+
+    def offer(self, params: list[Tensor], value: float) -> None:
+        r"""Save ``params`` if ``value`` beats the best so far."""
+        if value > self.value:
+            self.value = value
+            self.saved = [p.detach().clone() for p in params]
+
+    def restore(self, params: list[Tensor]) -> float:
+        r"""Copy the best parameters back into ``params``; return their value."""
+        with torch.no_grad():
+            for p, saved in zip(params, self.saved, strict=True):
+                p.copy_(saved)
+        return self.value
 
 
 def collapsed_elbo(model: EULBOModel) -> Tensor:

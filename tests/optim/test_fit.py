@@ -13,6 +13,8 @@ from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import fit_elbo
 from botorch_ext.optim.fit import (
     StoppingRule,
+    check_elbo,
+    check_set,
     collapsed_elbo,
     fit_elbo_collapsed,
     uses_lbfgs,
@@ -51,6 +53,34 @@ class TestFitELBO(BotorchTestCase):
             # Within 5% of the outcome's standard deviation (an unfitted q(u) at
             # the prior with the Table-1 budget is at 35%), or of the exact GP's.
             self.assertLess(rmse, max(3 * rmse_gp, 0.05 * Y.std().item()))
+
+    def test_adam_fit_never_ends_below_its_start(self):
+        # From a converged fit, minibatch Adam with a large step first moves
+        # away from it; the fit ends at its best check, here the start.
+        options = EULBOOptions.from_flat(
+            elbo_optimizer="adam", lr_w=0.3, batch_size=8, check_every=5,
+            patience=2, max_steps=50,
+        )  # fmt: skip
+        for dtype in (torch.float, torch.double):
+            X, Y = (t.to(self.device) for t in _data(n=60, dtype=dtype))
+            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            fit_elbo_collapsed(model)
+            idx = check_set(model, torch.Generator().manual_seed(0))
+            self.assertEqual(len(idx), 60)  # the check set is all the data
+
+            def value(model=model, idx=idx):
+                return model.per_datum(check_elbo(model, idx).item())
+
+            before = value()
+            returned = fit_elbo(model, seed=0)
+            self.assertGreater(model.last_fit["steps"], 0)
+            self.assertGreaterEqual(value(), before - 1e-6)
+            self.assertAlmostEqual(returned, value(), places=5)
+            # From a poor start (the prior's hyperparameters, closed-form
+            # q(u)) the same fit makes progress and keeps it.
+            fresh = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            start = fresh.per_datum(check_elbo(fresh, idx).item())
+            self.assertGreater(fit_elbo(fresh, seed=0), start)
 
     def test_stopping_rules_and_presets(self):
         rule = StoppingRule(patience=2, tol=0.1)
