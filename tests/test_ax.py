@@ -337,6 +337,20 @@ class TestEULBOModelInAx(BotorchTestCase):
         for result in results:
             self.assertTrue(np.isfinite(result.predicted.means).all())
             self.assertTrue((np.diag(result.predicted.covariance) > 0).all())
+        # refit_on_cv: each fold is fitted (from the loaded state) on its own
+        # data, so its prediction no longer comes from a q(u) that saw the point.
+        client = _eulbo_client(
+            model_config=ModelConfig(botorch_model_class=EULBOModel),
+            generator_kwargs={"refit_on_cv": True},
+            num_sobol=8,
+        )
+        _run_trials(client, 9)
+        refitted = cross_validate(client._generation_strategy.adapter)
+        self.assertEqual(len(refitted), 8)
+        means = [r.predicted.means[0] for r in results]
+        refit_means = [r.predicted.means[0] for r in refitted]
+        self.assertTrue(np.isfinite(refit_means).all())
+        self.assertFalse(np.allclose(means, refit_means))
 
     def test_sql_round_trip(self):
         from ax import Client
