@@ -1,11 +1,14 @@
-r"""The benchmarks folder: the results compaction and the repository's layout."""
+r"""The benchmarks folder: the results compaction, the m-sweep's resume and the
+repository's layout."""
 
 import csv
+import importlib.util
 import shutil
 import subprocess
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 from benchmarks.compact_results import COLUMNS, compact_file, compact_rows
 
@@ -112,3 +115,53 @@ class TestRepositoryLayout(unittest.TestCase):
             or (p.name.startswith("seed") and p.name[4:-4].isdigit())
         ]
         self.assertEqual(raw, [])
+
+
+def _msweep():
+    path = ROOT / "benchmarks" / "eulbo" / "msweep.py"
+    spec = importlib.util.spec_from_file_location("msweep", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class TestMSweepResume(unittest.TestCase):
+    def test_a_checkpointed_run_goes_on_as_the_uncut_run(self):
+        # turbo-eulbo-ei carries its SVGP and its trust region from step to step:
+        # a run cut at 7 evaluations and extended to 11 from its checkpoint
+        # writes the rows of the uncut run, each once.
+        msweep = _msweep()
+        common = ["--problem", "branin", "--methods", "turbo-eulbo-ei", "--m", "5"]
+        common += ["--seeds", "0", "--n-init", "5", "--q", "2"]
+        with tempfile.TemporaryDirectory() as tmp:
+            uncut, cut = f"{tmp}/uncut.csv", f"{tmp}/cut.csv"
+            checkpoint = ["--checkpoint", f"{tmp}/checkpoints"]
+            runs = (
+                ["--budget", "11", "--output", uncut],
+                ["--budget", "7", "--output", cut, *checkpoint],
+                ["--budget", "11", "--output", cut, *checkpoint],
+                ["--budget", "11", "--output", cut, *checkpoint],  # nothing left
+                # Without a checkpoint a run starts again: no row twice.
+                ["--budget", "7", "--output", f"{tmp}/plain.csv"],
+                ["--budget", "9", "--output", f"{tmp}/plain.csv"],
+            )
+            fresh = []  # runs started from their initial design, per call
+            for extra in runs:
+                with (
+                    mock.patch("sys.argv", ["msweep.py", *common, *extra]),
+                    mock.patch.object(msweep, "_method", wraps=msweep._method) as m,
+                ):
+                    msweep.main()
+                fresh.append(m.call_count)
+            self.assertEqual(fresh, [1, 1, 0, 0, 1, 1])
+
+            def rows(path):
+                with open(path) as handle:
+                    out = list(csv.DictReader(handle))
+                for row in out:
+                    row.pop("step_seconds")
+                return out
+
+            self.assertEqual([r["n_evals"] for r in rows(cut)], ["7", "9", "11"])
+            self.assertEqual(rows(cut), rows(uncut))
+            self.assertEqual(rows(f"{tmp}/plain.csv"), rows(uncut)[:2])

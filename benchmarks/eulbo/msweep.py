@@ -16,10 +16,16 @@ Usage:
     python benchmarks/eulbo/msweep.py --summary runs/msweep/hartmann6.csv --at 200
 
 A (method, m, seed) whose rows already reach ``--budget`` in ``--output`` is
-skipped; an unfinished one is run again from its start (rows are appended, and
-the summary reads the last row at or below ``--at``). ``NAME@authors`` runs
-``NAME`` with the authors' per-datum ELBO scaling, ``NAME@vi`` with a joint
-phase that refines only ``q(u)`` and the inducing points.
+skipped. With ``--checkpoint DIR`` every step also saves the run's data and its
+method state (the carried SVGP, the trust region) to ``DIR``, and an unfinished
+run continues from its last checkpoint, exactly as the uncut run would have
+gone on (every step seeds itself from the seed and ``n``); a run with a larger
+``--budget`` extends a finished one the same way. Without a checkpoint an
+unfinished run starts again. Rows already in ``--output`` are never written twice.
+
+``NAME@authors`` runs ``NAME`` with the authors' per-datum ELBO scaling,
+``NAME@vi`` with a joint phase that refines only ``q(u)`` and the inducing
+points.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ FIELDS = [
 ]  # fmt: skip
 
 
-def run(args, method: str, m: int, seed: int, writer, handle) -> None:
+def run(args, method: str, m: int, seed: int, writer, handle, written=()) -> None:
     import torch
 
     from botorch_ext.runner.methods import MethodOptions
@@ -46,13 +52,21 @@ def run(args, method: str, m: int, seed: int, writer, handle) -> None:
 
     torch.set_num_threads(1)
     problem = get_problem(args.problem)
-    gen = torch.Generator().manual_seed(seed)
-    X = torch.rand(args.n_init, problem.dim, generator=gen, dtype=torch.double)
-    lower, upper = problem.bounds
-    X = lower + (upper - lower) * X
-    Y = -problem(X).unsqueeze(-1)
+    checkpoint = None
+    if args.checkpoint:
+        name = f"{args.problem}-{method}-m{m}-s{seed}-init{args.n_init}-q{args.q}.pt"
+        checkpoint = os.path.join(args.checkpoint, name)
+    if checkpoint and os.path.exists(checkpoint):
+        state = torch.load(checkpoint, weights_only=False)
+        X, Y, step = state["X"], state["Y"], state["step"]
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        X = torch.rand(args.n_init, problem.dim, generator=gen, dtype=torch.double)
+        lower, upper = problem.bounds
+        X = lower + (upper - lower) * X
+        Y = -problem(X).unsqueeze(-1)
+        step = _method(method).new_run()
     options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=m)
-    step = _method(method).new_run()
     while X.shape[0] < args.budget:
         q = min(args.q, args.budget - X.shape[0])
         tic = time.perf_counter()
@@ -68,8 +82,15 @@ def run(args, method: str, m: int, seed: int, writer, handle) -> None:
         }  # fmt: skip
         for key in FIELDS[7:]:
             row[key] = diag.get(key)
-        writer.writerow(row)
-        handle.flush()
+        if (method, m, seed, X.shape[0]) not in written:
+            writer.writerow(row)
+            handle.flush()
+        if checkpoint:
+            # Written after the row: a cut between the two repeats this step
+            # on resume, with the same row (not written again).
+            tmp = checkpoint + ".tmp"
+            torch.save({"X": X, "Y": Y, "step": step}, tmp)
+            os.replace(tmp, checkpoint)
 
 
 def _method(name: str):
@@ -94,14 +115,19 @@ def _method(name: str):
     return get_method(name)
 
 
-def _done(path: str, budget: int) -> set:
+def _written(path: str) -> set:
+    r"""``(method, m, seed, n_evals)`` of the rows in ``path``."""
     if not os.path.exists(path):
         return set()
-    return {
-        (r["method"], int(r["m"]), int(r["seed"]))
-        for r in csv.DictReader(open(path))
-        if int(r["n_evals"]) >= budget
-    }
+    with open(path) as handle:
+        return {
+            (r["method"], int(r["m"]), int(r["seed"]), int(r["n_evals"]))
+            for r in csv.DictReader(handle)
+        }
+
+
+def _done(path: str, budget: int) -> set:
+    return {(method, m, seed) for method, m, seed, n in _written(path) if n >= budget}
 
 
 def summary(path: str, at: int, markdown: bool = False) -> None:
@@ -144,6 +170,9 @@ def summary(path: str, at: int, markdown: bool = False) -> None:
         xs = sorted(xs)
         return xs[len(xs) // 2] if xs else float("nan")
 
+    def cell(xs, spec):
+        return format(med(xs), spec) if xs else ""
+
     if markdown:
         print(
             "| problem, m | method | seeds | best value at "
@@ -167,9 +196,9 @@ def summary(path: str, at: int, markdown: bool = False) -> None:
                 ev = evidence[(prob, m, method)]
                 print(
                     f"| {prob}, {m} | `{method}` | {len(seeds)} | {mu:.3f} +/- "
-                    f"{se:.3f} | {per} | {paired} | {med(ev['moved']):.3g} | "
-                    f"{med(ev['w_moved']):.3g} | {med(ev['d_utility']):+.3g} | "
-                    f"{med(ev['d_elbo']):+.3g} | {med(ev['final_noise']):.3g} |"
+                    f"{se:.3f} | {per} | {paired} | {cell(ev['moved'], '.3g')} | "
+                    f"{cell(ev['w_moved'], '.3g')} | {cell(ev['d_utility'], '+.3g')} | "
+                    f"{cell(ev['d_elbo'], '+.3g')} | {cell(ev['final_noise'], '.3g')} |"
                 )
         return
 
@@ -212,6 +241,7 @@ def main() -> None:
     p.add_argument("--n-init", type=int, default=100)
     p.add_argument("--q", type=int, default=1)
     p.add_argument("--output")
+    p.add_argument("--checkpoint", help="folder of per-run checkpoints (resume)")
     p.add_argument("--summary")
     p.add_argument("--at", type=int, default=300)
     p.add_argument("--markdown", action="store_true")
@@ -222,6 +252,9 @@ def main() -> None:
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     new = not os.path.exists(args.output)
     done = _done(args.output, args.budget)
+    written = _written(args.output)
+    if args.checkpoint:
+        os.makedirs(args.checkpoint, exist_ok=True)
     with open(args.output, "a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=FIELDS)
         if new:
@@ -230,7 +263,7 @@ def main() -> None:
             for seed in [int(v) for v in args.seeds.split(",")]:
                 for method in args.methods.split(","):
                     if (method, m, seed) not in done:
-                        run(args, method, m, seed, writer, handle)
+                        run(args, method, m, seed, writer, handle, written)
 
 
 if __name__ == "__main__":
