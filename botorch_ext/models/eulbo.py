@@ -443,7 +443,7 @@ class EULBOModel(SingleTaskVariationalGP):
             return
         strategy = self.model.variational_strategy
         dist = strategy._variational_distribution
-        own = self.model.variational_strategy.inducing_points
+        own = strategy.inducing_points
         tensors = {
             "inducing_points": own,
             "_variational_distribution.variational_mean": dist.variational_mean,
