@@ -1,4 +1,4 @@
-r"""Constraints that hold under any optimizer (issue 16, section 3).
+r"""Constraints that hold under any optimizer.
 
 ``ReflectedInterval`` against hand-computed reflections; MAP fits with it equal to
 those with an untransformed box; and every bounded hyperparameter of the package's

@@ -9,7 +9,7 @@ process's CPU time with one torch thread (robust to time-slicing with other
 processes on a busy machine), the median of ``--repeats`` calls per cell, with
 the methods interleaved.
 
-``--design near-center`` replays a run stalled at the center (issue 13): half of
+``--design near-center`` replays a run stalled at the center: half of
 the ``n`` points are sprayed about the center at normalized radii 1e-4 to 1e-2
 (the best of them is the incumbent), the rest Sobol; with ``--initial-conditions
 bock`` the optimizer then starts from sprays about that incumbent, which is where

@@ -110,7 +110,7 @@ def _scaled_kernel() -> ScaleKernel:
 
 
 def _floored(floor) -> callable:
-    # The continuous center rule with floors on the angular weights (issue 13).
+    # The continuous center rule with floors on the angular weights.
     return lambda: CylindricalKernel(angular_weights_floor=floor)
 
 

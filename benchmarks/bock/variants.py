@@ -1,4 +1,4 @@
-r"""BOCK variants for keeping a directional term alive (issue 13), one BO run each.
+r"""BOCK variants for keeping a directional term alive, one BO run each.
 
 Each variant is a ``CylindricalKernel`` configuration run through the runner's own
 loop (``run_bo``) with exactly the pipeline of ``benchmarks/bock/grid.sh``: qLogNEI

@@ -1,9 +1,9 @@
-r"""How well does ``fit_elbo`` fit? Against an exact GP and a converged ELBO (issue 12).
+r"""How well does ``fit_elbo`` fit? Against an exact GP and a converged ELBO.
 
 Noise-free Hartmann6 (maximized, as the runner models it), ``n`` i.i.d. uniform
 points (seed 0), an ``EULBOModel`` with m = 100 fitted four ways:
 
-* ``prior q(u), Table 1``: the behaviour before issue 12 (``q(u)`` at the prior,
+* ``prior q(u), Table 1``: the old default (``q(u)`` at the prior,
   the paper's 30-epoch / patience-3 rule);
 * ``closed-form q(u), Table 1``: the closed-form start with the Table-1 rule;
 * ``closed-form q(u), default``: the package's default (bounded-step rule);

@@ -1,4 +1,4 @@
-r"""What the EULBO's joint phase does, step by step, from identical states (issue 12).
+r"""What the EULBO's joint phase does, step by step, from identical states.
 
 An ``elbo-svgp`` BO loop on noise-free Hartmann6 in the paper's setting (100 uniform
 points, q = 1, m = 100, Table-1 step sizes and ``optimize_acqf`` budget, the

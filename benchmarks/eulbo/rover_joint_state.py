@@ -1,4 +1,4 @@
-r"""What the joint EULBO phase does on the 60-D rover from one state (issue 12, 7.8).
+r"""What the joint EULBO phase does on the 60-D rover from one state.
 
 ``n`` i.i.d. uniform points of the rover problem, an ``EULBOModel`` (m = 100) fitted
 by the ELBO with either the converged fit (``elbo_optimizer="lbfgs"``, the default

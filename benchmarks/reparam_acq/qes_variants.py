@@ -31,7 +31,7 @@ from botorch_ext.runner.results import parse_row
 
 #: Each variant's ``construct_inputs_qES`` arguments, all explicit so that a
 #: variant does not change when the constructor's defaults do (``base`` was the
-#: constructor before issue 15; the constructor's defaults are now
+#: constructor's old default; the constructor's defaults are now
 #: ``thompson-f32j128``).
 _OLD = {"num_fantasies": 16, "num_inner_samples": 64}
 _THOMPSON = {"representer_scheme": "thompson", "num_around_best": 512}

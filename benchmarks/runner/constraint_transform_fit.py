@@ -65,7 +65,7 @@ from botorch_ext.runner.problems import get_problem  # noqa: E402
 
 
 def untransformed(kernel):
-    r"""The kernel with its boxes and floors as before issue 16: no transform.
+    r"""The kernel with its boxes and floors without a transform (the old behaviour).
 
     Args:
         kernel: A ``CylindricalKernel`` or the runner's Matern kernel.

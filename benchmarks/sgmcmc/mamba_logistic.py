@@ -51,7 +51,7 @@ the acceptance rate, the Monte Carlo error of ``sd_ref`` (from the spread over
 chains) and the KSD of 1000 reference samples, the floor the KSD of exact
 samples reaches at that sample size.
 
-Target of the issue, checked per sampler on the means over seeds: MAMBA's final
+The target, checked per sampler on the means over seeds: MAMBA's final
 KSD within 10% of grid search's (``ksd_mamba <= 1.1 ksd_grid``) at less than
 half its tuning time.
 
