@@ -433,6 +433,7 @@ def _run(
     import torch
     from tqdm import tqdm
 
+    from botorch_ext.runner.checkpoint import state_path
     from botorch_ext.runner.loop import run_bo
     from botorch_ext.runner.problems import get_problem
     from botorch_ext.runner.results import open_output
@@ -463,7 +464,13 @@ def _run(
 
     status = "interrupted"
     try:
-        rows = run_bo(config, on_row=on_row, stored_rows=stored, faults=faults)
+        rows = run_bo(
+            config,
+            on_row=on_row,
+            stored_rows=stored,
+            faults=faults,
+            state_path=state_path(out, config.method, config.seed),
+        )
         status = "finished"
     finally:
         bar.close()
@@ -568,6 +575,7 @@ def _compare(
             scheduler=scheduler,
             faults=faults,
             log=log,
+            state_dir=out,
         )
         status = "finished"
     finally:

@@ -326,6 +326,21 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(config["status"], "finished")
             self.assertEqual(len(config["resumed"]), 1)
 
+    def test_stateful_runs_save_their_method_state_for_resume(self):
+        fast = ["--budget", "6", "--n-init", "4", "--num-restarts", "2",
+                "--raw-samples", "16"]  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["run", "--problem", "branin", "--method", "turbo", "--seed", "3",
+                    *fast, "--output", tmp]  # fmt: skip
+            self.assertEqual(_main(argv)[0], 0)
+            self.assertTrue((Path(tmp) / "state" / "turbo-s3.pt").is_file())
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["compare", "--problem", "branin", "--methods", "turbo,sobol",
+                    "--seeds", "0", *fast, "--output", tmp]  # fmt: skip
+            self.assertEqual(_main(argv)[0], 0)
+            names = [p.name for p in (Path(tmp) / "state").iterdir()]
+            self.assertEqual(names, ["turbo-s0.pt"])
+
     def test_compare_config_and_threads(self):
         with tempfile.TemporaryDirectory() as tmp:
             argv = ["compare", "--problem", "branin", "--methods", "random,sobol",

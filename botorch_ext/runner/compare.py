@@ -7,6 +7,7 @@ row streamed to the caller as it is evaluated.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -37,6 +38,7 @@ def run_grid(
     faults: FaultPolicy | None = None,
     security: object | None = None,
     log: Callable[[str], None] | None = None,
+    state_dir: str | os.PathLike | None = None,
 ) -> list[dict]:
     r"""Run every (method, seed) pair from ``base``, continuing from stored rows.
 
@@ -71,6 +73,11 @@ def run_grid(
             Dask's configuration).
         log: Called with one-line notes about faults (a retried run, a dead
             worker); ``print`` to stderr if None.
+        state_dir: The output directory: the method state of each run whose
+            method carries state between iterations goes to its ``state``
+            folder after every batch, and a resumed or retried run continues
+            from it instead of replaying its stored steps (``checkpoint``;
+            with ``"dask"``, only on the embedded cluster). None keeps none.
 
     Returns:
         All rows of the grid's runs, stored ones included.
@@ -112,6 +119,7 @@ def run_grid(
             faults=faults,
             scheduler=scheduler,
             security=security,
+            state_dir=None if state_dir is None else os.fspath(state_dir),
         )
         BACKENDS[backend](todo, sink, settings)
     grid = {(c.method, c.seed) for c in configs}

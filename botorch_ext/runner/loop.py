@@ -8,16 +8,21 @@ run keeps what it evaluated.
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import pickle
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import torch
 from botorch.utils.sampling import draw_sobol_samples
 
+from botorch_ext.runner.checkpoint import load_state, save_state
 from botorch_ext.runner.errors import ArgumentError
 from botorch_ext.runner.evaluation import EvaluationFailed, Evaluator, FaultPolicy
 from botorch_ext.runner.methods import (
@@ -339,6 +344,7 @@ def run_bo(
     stored_rows: list[dict] | None = None,
     should_stop: Callable[[], bool] | None = None,
     faults: FaultPolicy | None = None,
+    state_path: str | os.PathLike | None = None,
 ) -> list[dict]:
     r"""Run one BO loop and return one row per evaluation.
 
@@ -347,10 +353,12 @@ def run_bo(
     nothing they hold is evaluated again, and since every method seeds each
     iteration from ``config.seed`` and the number of points so far, the rows that
     follow are those of an uncut run (at the same torch thread count). Methods
-    that carry state between iterations (``new_run``) rebuild it by replaying
-    their calls on the stored data (proposals discarded, nothing evaluated), which
-    costs the stored iterations' compute again. A batch cut short is completed by
-    re-proposing it and evaluating only its missing points.
+    that carry state between iterations (``new_run``) need that state back:
+    with ``state_path`` it is saved after every batch and a resume takes it from
+    there (``checkpoint``); without one, or for the batches stored after the
+    saved state, the method's calls are replayed on the stored data (proposals
+    discarded, nothing evaluated), which costs their compute again. A batch cut
+    short is completed by re-proposing it and evaluating only its missing points.
 
     A failed evaluation (see ``evaluation``) is a row with ``status`` ``failed``
     and an empty value. It never enters a model or the best value: model-based
@@ -379,6 +387,10 @@ def run_bo(
             evaluated). None runs to the budget.
         faults: What to do about failed and hanging evaluations; None is
             ``FaultPolicy()`` (non-finite values skipped, exceptions stop).
+        state_path: File for the state of a method that carries state between
+            iterations (``checkpoint.state_path`` names one per run), saved
+            after each batch and read on resume; a file of another run or of
+            other rows is ignored. None saves nothing (a resume replays).
 
     Returns:
         All rows (stored ones first), dicts with the keys ``columns(dim)``, in
@@ -398,14 +410,61 @@ def run_bo(
         return stored
     spec = (config.problem, config.dim)
     with Evaluator(problem, spec, faults.eval_timeout) as evaluate:
-        return _loop(config, problem, stored, on_row, should_stop, faults, evaluate)
+        return _loop(
+            config, problem, stored, on_row, should_stop, faults, evaluate, state_path
+        )
 
 
-def _loop(config, problem, stored, on_row, should_stop, faults, evaluate):
-    method = get_method(config.method)
-    stateful = hasattr(method, "new_run")
-    if stateful:  # methods with state across iterations
-        method = cast(Any, method).new_run()
+class _State:
+    # The method of one run and its saved state: ``restored`` rows' worth of its
+    # calls came from the state file (0: none); ``path`` None saves nothing.
+
+    path: Path | None
+
+    def __init__(self, config, problem, stored, state_path) -> None:
+        method = get_method(config.method)
+        self.stateful = hasattr(method, "new_run")
+        self.method = cast(Any, method).new_run() if self.stateful else method
+        self.restored = 0
+        self.path = None
+        if state_path is not None and self.stateful:
+            self.path = Path(state_path)
+        self.key = json.dumps(config.to_dict(), sort_keys=True)
+        if self.path is None:
+            return
+        if stored:
+            ref = _Data(problem.dim, config.method in MODEL_BASED)
+            for row in stored:
+                ref.add(row)
+            loaded = load_state(self.path, self.key, ref.X, ref.Y)
+            if loaded is not None:
+                self.method, self.restored = loaded
+
+    def needs_call(self, batch: _Batch, n: int) -> bool:
+        # Proposals are made for points not stored, and for stored ones a
+        # stateful method must replay (those after its restored state).
+        if batch.n_stored < batch.size:
+            return True
+        return self.stateful and batch.iteration > 0 and n >= self.restored
+
+    def save(self, data: _Data) -> None:
+        if self.path is None or len(data.rows) <= self.restored:
+            return
+        try:
+            save_state(self.path, self.key, data.X, data.Y, self.method)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
+            warnings.warn(
+                f"cannot save the method state to {str(self.path)!r} "
+                f"({e}); no more is saved, and a resume replays its steps",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            self.path = None
+
+
+def _loop(config, problem, stored, on_row, should_stop, faults, evaluate, state_path):
+    state = _State(config, problem, stored, state_path)
+    method = state.method
     data = _Data(problem.dim, config.method in MODEL_BASED)
     # `seconds` goes on from the stored attempt's last row.
     offset = stored[-1]["seconds"] if stored else 0.0
@@ -421,11 +480,14 @@ def _loop(config, problem, stored, on_row, should_stop, faults, evaluate):
         n = len(data.rows)
         size = config.n_init if iteration == 0 else min(config.q, config.budget - n)
         batch = _Batch(iteration, size, min(max(len(stored) - n, 0), size))
-        if batch.n_stored < size or (stateful and iteration > 0):
+        proposed = state.needs_call(batch, n)
+        if proposed:
             _propose(config, method, data, batch, problem)
         warned = _take_stored(config, data, batch, stored, warned)
         iteration += 1
         if batch.n_stored == size:
+            if proposed:  # a replayed batch
+                state.save(data)
             continue
         if stop():
             # The proposal is dropped: a resume proposes it again from the seed.
@@ -440,6 +502,7 @@ def _loop(config, problem, stored, on_row, should_stop, faults, evaluate):
             for row in rows:
                 if on_row is not None:
                     on_row(row)
+        state.save(data)
         for row, outcome in zip(rows, results, strict=True):
             if not outcome.ok and faults.stops(outcome.kind):
                 raise EvaluationFailed(row)

@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from botorch_ext.runner.checkpoint import STATE_DIR
 from botorch_ext.runner.metadata import (
     METADATA_KEYS,
     config_differences,
@@ -404,6 +406,8 @@ def open_output(
         return Output(directory, stored_config, writer, rows)
     if resume and path.exists() and n_rows == 0:
         log(f"resume: {path} holds no rows yet; starting from the beginning")
+    # A fresh start: the method states of discarded rows must not be resumed.
+    shutil.rmtree(directory / STATE_DIR, ignore_errors=True)
     full = {
         **new_config,
         **metadata,

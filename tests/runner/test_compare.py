@@ -10,6 +10,7 @@ from botorch_ext.runner.backends import streaming
 from botorch_ext.runner.backends.streaming import stream_until_done
 from botorch_ext.runner.compare import format_summary, run_grid, summarize
 from botorch_ext.runner.loop import RunConfig
+from botorch_ext.runner.methods import MethodOptions
 from botorch_ext.runner.plotting import plot_regret
 from botorch_ext.runner.results import CsvWriter, columns
 
@@ -87,6 +88,16 @@ class TestCompare(BotorchTestCase):
             self.assertEqual(min(r["n_evals"] for r in new if r["method"] == "sobol"
                                  and r["seed"] == 1), 5)  # fmt: skip
             self.assertEqual(len(done), 4)
+
+    def test_each_run_saves_its_method_state_in_workers_too(self):
+        options = MethodOptions(num_restarts=2, raw_samples=16)
+        base = RunConfig("branin", "turbo", budget=6, n_init=4, q=1, options=options)
+        for workers in (1, 2):
+            with tempfile.TemporaryDirectory() as tmp:
+                run_grid(base, ["turbo", "random"], [0, 1], workers=workers,
+                         state_dir=tmp)  # fmt: skip
+                names = sorted(p.name for p in (Path(tmp) / "state").iterdir())
+                self.assertEqual(names, ["turbo-s0.pt", "turbo-s1.pt"], workers)
 
     def test_every_worker_row_arrives_before_its_run_is_done(self):
         events = []

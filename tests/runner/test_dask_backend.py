@@ -1,4 +1,5 @@
 import csv
+import dataclasses
 import functools
 import json
 import logging
@@ -85,6 +86,14 @@ class TestDaskBackend(BotorchTestCase):
                 mine = [e for e in events if e[1:] == (method, seed)]
                 expected = [("row", method, seed)] * 5 + [("done", method, seed)]
                 self.assertEqual(mine, expected)
+
+    def test_local_cluster_saves_the_method_states(self):
+        base = dataclasses.replace(BASE, method="turbo")
+        with tempfile.TemporaryDirectory() as tmp:
+            run_grid(base, ["turbo"], [0, 1], workers=2, backend="dask",
+                     state_dir=tmp)  # fmt: skip
+            names = sorted(p.name for p in (Path(tmp) / "state").iterdir())
+        self.assertEqual(names, ["turbo-s0.pt", "turbo-s1.pt"])
 
     def test_bad_backend_arguments(self):
         with self.assertRaisesRegex(ValueError, "unknown backend 'x'; choose from"):

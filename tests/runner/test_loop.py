@@ -1,4 +1,5 @@
 import dataclasses
+import pickle
 import tempfile
 from pathlib import Path
 from unittest import mock
@@ -7,6 +8,8 @@ import torch
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.runner import methods
+from botorch_ext.runner import turbo as turbo_module
+from botorch_ext.runner.checkpoint import state_path
 from botorch_ext.runner.loop import RunConfig, initial_design, run_bo
 from botorch_ext.runner.methods import MethodOptions
 from botorch_ext.runner.problems import get_problem
@@ -291,3 +294,109 @@ class TestResume(BotorchTestCase):
         uncut = run_bo(config)
         resumed = run_bo(config, stored_rows=_through_csv(uncut[:6], 2))
         self.assertEqual(_without_times(resumed), _without_times(uncut))
+        # The same from its saved state: the SVGP the cut run carried, unpickled.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "svgp.pt"
+            seen = []
+            run_bo(config, on_row=seen.append, should_stop=lambda: len(seen) >= 6,
+                   state_path=path)  # fmt: skip
+            with mock.patch("botorch_ext.runner.svgp.EULBOModel") as new_model:
+                resumed = run_bo(config, stored_rows=_through_csv(seen, 2),
+                                 state_path=path)  # fmt: skip
+            new_model.assert_not_called()  # carried over, not built again
+        self.assertEqual(_without_times(resumed), _without_times(uncut))
+
+
+class TestSavedMethodState(BotorchTestCase):
+    # TuRBO carries its trust region between iterations; each call of a run fits
+    # one GP, so counting the fits counts the method's calls.
+    config = RunConfig(
+        "branin", "turbo", budget=12, n_init=4, q=2, seed=2, options=FAST
+    )
+
+    def setUp(self):
+        super().setUp()
+        self.dir = Path(tempfile.mkdtemp())
+        self.state = state_path(self.dir, "turbo", 2)
+        self.uncut = run_bo(self.config)
+
+    def _cut(self, n, path):
+        # A run stopped after its first n rows, saving its state to ``path``.
+        seen = []
+        run_bo(
+            self.config,
+            on_row=seen.append,
+            should_stop=lambda: len(seen) >= n,
+            state_path=path,
+        )
+        return _through_csv(seen, 2)
+
+    def _resume(self, stored, path):
+        with mock.patch(
+            "botorch_ext.runner.turbo.fit_model", wraps=turbo_module.fit_model
+        ) as fit:
+            rows = run_bo(self.config, stored_rows=stored, state_path=path)
+        self.assertEqual(_without_times(rows), _without_times(self.uncut))
+        return fit.call_count
+
+    def test_a_resume_continues_from_the_saved_state_without_replay(self):
+        stored = self._cut(8, self.state)
+        self.assertTrue(self.state.exists())
+        # Batches at 8 and 10 rows only; a replay would also redo those at 4 and 6.
+        self.assertEqual(self._resume(stored, self.state), 2)
+        self.assertEqual(self._resume(stored, None), 4)
+
+    def test_a_state_of_another_run_or_of_other_rows_is_ignored(self):
+        stored = self._cut(8, self.state)
+        # Ahead of the rows: the rows of its last batch were not written.
+        self.assertEqual(self._resume(stored[:6], self.state), 4)  # as without
+        other = dataclasses.replace(self.config, seed=3)
+        run_bo(other, state_path=self.state)  # another seed's state, same file
+        self.assertEqual(self._resume(stored, self.state), 4)
+        # Other settings (a longer budget), the same first rows.
+        seen = []
+        run_bo(dataclasses.replace(self.config, budget=14), on_row=seen.append,
+               should_stop=lambda: len(seen) >= 8, state_path=self.state)  # fmt: skip
+        self.assertEqual(self._resume(stored, self.state), 4)
+        self._cut(8, self.state)
+        changed = [dict(r) for r in stored]
+        changed[5]["value"] += 1.0  # other values at the same points
+        with mock.patch(
+            "botorch_ext.runner.turbo.fit_model", wraps=turbo_module.fit_model
+        ) as fit:
+            run_bo(self.config, stored_rows=changed, state_path=self.state)
+        self.assertEqual(fit.call_count, 4)
+
+    def test_a_replayed_resume_saves_the_state_for_the_next_one(self):
+        stored = self._cut(8, None)
+        self.assertFalse(self.state.exists())
+        # Stopped after the replay of the batches at 4 and 6, before the next
+        # proposal (should_stop is asked once per stored or proposed batch).
+        asked = iter([False, False, False, True])
+        rows = run_bo(self.config, stored_rows=stored, should_stop=asked.__next__,
+                      state_path=self.state)  # fmt: skip
+        self.assertEqual(rows, stored)
+        self.assertEqual(self._resume(stored, self.state), 2)
+
+    def test_an_unreadable_state_warns_and_replays(self):
+        stored = self._cut(8, self.state)
+        self.state.write_bytes(b"not a pickle")
+        with self.assertWarnsRegex(RuntimeWarning, "cannot read the method state"):
+            self.assertEqual(self._resume(stored, self.state), 4)
+
+    def test_a_state_that_cannot_be_saved_warns_once(self):
+        with (
+            mock.patch(
+                "botorch_ext.runner.loop.save_state",
+                side_effect=pickle.PicklingError("a lambda"),
+            ) as save,
+            self.assertWarnsRegex(RuntimeWarning, "cannot save the method"),
+        ):
+            rows = run_bo(self.config, state_path=self.state)
+        self.assertEqual(save.call_count, 1)
+        self.assertEqual(_without_times(rows), _without_times(self.uncut))
+
+    def test_stateless_methods_save_nothing(self):
+        config = dataclasses.replace(self.config, method="random")
+        run_bo(config, state_path=self.state)
+        self.assertFalse(self.state.parent.exists())

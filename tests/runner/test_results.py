@@ -7,6 +7,7 @@ from pathlib import Path
 
 from botorch.utils.testing import BotorchTestCase
 
+from botorch_ext.runner.checkpoint import state_path
 from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.results import (
     FIXED_COLUMNS,
@@ -154,8 +155,14 @@ class TestOpenOutput(BotorchTestCase):
     def test_overwrite_starts_afresh(self):
         with tempfile.TemporaryDirectory() as tmp:
             self._write(Path(tmp))
+            state = state_path(tmp, "turbo", 0)
+            state.parent.mkdir()
+            state.write_bytes(b"a method state")
+            self._write(Path(tmp), rows=_rows()[:2], resume=True)
+            self.assertTrue(state.exists())  # a resume keeps the method states
             self._write(Path(tmp), rows=_rows()[:2], overwrite=True)
             self.assertEqual(len(read_results(Path(tmp) / "results.csv").rows), 2)
+            self.assertFalse(state.parent.exists())  # those of discarded rows go
 
     def test_resume_appends_and_checks_the_settings(self):
         rows = _rows()

@@ -39,6 +39,7 @@ import sys
 import uuid
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -92,7 +93,11 @@ class GridNames:
 
 
 def run_task(
-    config: RunConfig, names: GridNames, threads: int, faults: FaultPolicy
+    config: RunConfig,
+    names: GridNames,
+    threads: int,
+    faults: FaultPolicy,
+    state: Path | None = None,
 ) -> bool:
     r"""The Dask task of one run (runs on a worker).
 
@@ -101,6 +106,7 @@ def run_task(
         names: The grid's queue and event names.
         threads: Torch threads of the run.
         faults: What the run does about failed evaluations.
+        state: The run's method-state file (``run_bo``'s ``state_path``).
 
     Returns:
         Whether the run reached its budget (False: stopped).
@@ -120,6 +126,7 @@ def run_task(
         stored_rows=stored,
         should_stop=Event(names.stop).is_set,
         faults=faults,
+        state_path=state,
     )
     return len(done) >= config.budget
 
@@ -291,6 +298,10 @@ class GridClient:
                     self.names,
                     self.settings.threads or 1,
                     self.settings.faults,
+                    # Another cluster's workers may not share this disk.
+                    None
+                    if self.settings.scheduler is not None
+                    else self.settings.state_path(config),
                     key=f"botorch-ext-{key[0]}-{key[1]}-{self.token}",
                     pure=False,
                 )

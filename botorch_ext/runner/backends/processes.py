@@ -24,6 +24,7 @@ import signal
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.managers import SyncManager
+from pathlib import Path
 
 import torch
 
@@ -68,6 +69,7 @@ def run(configs: list[RunConfig], sink: GridSink, settings: BackendSettings) -> 
                 on_row=sink.add,
                 stored_rows=sink.rows_of(config),
                 faults=settings.faults,
+                state_path=settings.state_path(config),
             )
             sink.done(config)
         return
@@ -109,12 +111,23 @@ def _init_worker(threads: int, pids) -> None:
 
 
 def _run_in_worker(
-    config: RunConfig, stored_rows: list[dict], rows, faults: FaultPolicy
+    config: RunConfig,
+    stored_rows: list[dict],
+    rows,
+    faults: FaultPolicy,
+    state: Path | None = None,
 ) -> None:
     # Each row goes to the parent's queue as it is evaluated (``put`` returns
     # once the manager holds it), so a stopped worker has handed over all it
-    # evaluated.
-    run_bo(config, on_row=rows.put, stored_rows=stored_rows, faults=faults)
+    # evaluated. The method state may get ahead of the rows the parent has
+    # written; a resume then ignores it and replays.
+    run_bo(
+        config,
+        on_row=rows.put,
+        stored_rows=stored_rows,
+        faults=faults,
+        state_path=state,
+    )
 
 
 def _run_pool(
@@ -164,6 +177,7 @@ def _stream_pool(pool, configs, sink, settings, channel, reported) -> None:
                     sink.rows_of(config),
                     queue,
                     settings.faults,
+                    settings.state_path(config),
                 )
                 futures[future] = config
 

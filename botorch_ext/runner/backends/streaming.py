@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
+from pathlib import Path
 
+from botorch_ext.runner.checkpoint import state_path
 from botorch_ext.runner.evaluation import FaultPolicy
 from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.schema import run_key
@@ -49,6 +51,11 @@ class BackendSettings:
         max_restarts: How often the processes backend starts its pool again
             after a worker died before it gives up (Dask's own limit is its
             ``distributed.scheduler.allowed-failures`` setting).
+        state_dir: The output directory whose ``state`` folder holds the
+            method state of each run (``checkpoint``), so that a resumed or
+            retried run need not replay; None keeps none. The Dask backend
+            uses it with its embedded cluster only (the workers of another
+            cluster may not share this machine's disk).
     """
 
     workers: int = 1
@@ -57,6 +64,13 @@ class BackendSettings:
     scheduler: str | None = None
     security: object | None = None
     max_restarts: int = 3
+    state_dir: str | None = None
+
+    def state_path(self, config: RunConfig) -> Path | None:
+        r"""The state file of the run of ``config`` (None without ``state_dir``)."""
+        if self.state_dir is None:
+            return None
+        return state_path(self.state_dir, config.method, config.seed)
 
 
 class GridSink:
