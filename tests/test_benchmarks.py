@@ -2,7 +2,6 @@ r"""The benchmarks folder: the results compaction, the m-sweep's resume and the
 repository's layout."""
 
 import csv
-import importlib.util
 import shutil
 import subprocess
 import tempfile
@@ -11,6 +10,7 @@ from pathlib import Path
 from unittest import mock
 
 from benchmarks.compact_results import COLUMNS, compact_file, compact_rows
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = ("reparam_acq", "bock", "eulbo", "sgmcmc", "runner")
@@ -118,11 +118,7 @@ class TestRepositoryLayout(unittest.TestCase):
 
 
 def _msweep():
-    path = ROOT / "benchmarks" / "eulbo" / "msweep.py"
-    spec = importlib.util.spec_from_file_location("msweep", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/eulbo/msweep.py")
 
 
 class TestMSweepResume(unittest.TestCase):

@@ -1,19 +1,16 @@
 r"""The mutation-check script ``tools/mutate.py``: text replacement and the copy."""
 
-import importlib.util
 import tempfile
 import unittest
 from pathlib import Path
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load_tool():
-    path = ROOT / "tools" / "mutate.py"
-    spec = importlib.util.spec_from_file_location("mutate", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/mutate.py")
 
 
 class TestMutateTool(unittest.TestCase):
