@@ -68,7 +68,9 @@ def save_state(path: Path, key: str, X: Tensor, Y: Tensor, method: object) -> No
             pickled (e.g. it holds a lambda).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    # A name of this process's: a superseded attempt of the run (a Dask retry)
+    # may still be writing the same state.
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     state = {"format": _FORMAT, "key": key, "X": X, "Y": Y, "method": method}
     torch.save(state, tmp)
     os.replace(tmp, path)
