@@ -32,9 +32,9 @@ BoTorch's ``SingleTaskVariationalGP`` and for ``EULBOModel``:
   ``num_data`` set to the current number of observations. Ax fills in
   ``ExactMarginalLogLikelihood`` when no ``mll_class`` is given; for these
   models it means GPyTorch's ``VariationalELBO``. ``EULBOModel`` is fitted by
-  ``botorch_ext.optim.fit_elbo`` (by default L-BFGS on the collapsed bound
-  while ``n <= lbfgs_max_n``, else minibatch Adam, as its ``EULBOOptions``
-  say); ``SingleTaskVariationalGP`` by
+  ``botorch_ext.optim.fit_elbo`` (by default L-BFGS on the collapsed bound,
+  on ``lbfgs_max_n`` points drawn at random above that ``n``, as its
+  ``EULBOOptions`` say); ``SingleTaskVariationalGP`` by
   BoTorch's ``fit_gpytorch_mll`` with any of the approximate bounds in
   ``APPROXIMATE_MLLS``.
 

@@ -338,10 +338,13 @@ class EULBOModel(SingleTaskVariationalGP):
             input_transform=copy.deepcopy(input_transform),
         )
 
-    def whitened_regression(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def whitened_regression(
+        self, rows: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         r"""The whitened linear regression behind the optimal ``q(u)``.
 
-        Returns ``(Phi, r, s2, L_A)``: the features ``Phi = L^{-1} K_ZX``
+        Returns ``(Phi, r, s2, L_A)`` of the training data (or of its ``rows``):
+        the features ``Phi = L^{-1} K_ZX``
         (``L L^T = K_ZZ`` with the strategy's jitter), the residual
         ``r = y - mu_X`` of the standardized targets, the noise variance ``s2``
         and the Cholesky factor of ``A = I + Phi Phi^T / s2``. Shared by
@@ -353,12 +356,17 @@ class EULBOModel(SingleTaskVariationalGP):
         Example:
             >>> phi, residual, noise, L_A = model.whitened_regression()
 
+        Args:
+            rows: Indices of the training points to use; None for all.
+
         Returns:
             The tuple ``(Phi, r, s2, L_A)``.
         """
         gp = self.model
         strategy = gp.variational_strategy
         X, y = self.train_X_full, self.train_Y_std.squeeze(-1)
+        if rows is not None:
+            X, y = X[rows], y[rows]
         Z = strategy.inducing_points
         Kzz = gp.covar_module(Z).add_jitter(strategy.jitter_val).to_dense()
         L = psd_safe_cholesky(Kzz)

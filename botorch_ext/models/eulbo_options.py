@@ -13,8 +13,9 @@ settings object per concern of each:
   (``JointOptions``: optimizer, budget and refined blocks of the joint phase;
   the Adam joint phase also uses ``adam`` and ``stopping``).
 
-``lbfgs_max_n`` is shared by both phases: the largest ``n`` at which full-batch
-L-BFGS is used at its full budget.
+``lbfgs_max_n`` is shared by both phases: the largest ``n`` at which L-BFGS uses
+all the data at its full budget (above, the ELBO fit uses ``lbfgs_max_n`` points
+drawn at random and the joint phase a budget scaled down by ``lbfgs_max_n / n``).
 
 ``EULBOOptions.from_flat`` builds the options from the flat field names of
 botorch_ext 0.1.0 (``FLAT_FIELDS``), which code and stored Ax experiments
@@ -74,11 +75,15 @@ class ELBOFitOptions:
     r"""Which optimizer fits the ELBO (the first phase of a BO step).
 
     ``"auto"`` (the default) is full-batch L-BFGS on the collapsed bound
-    [Titsias2009]_ followed by the closed-form ``q(u)`` while
-    ``n <= EULBOOptions.lbfgs_max_n``, and minibatch Adam (``AdamOptions``,
-    ``StoppingOptions``) above. Reason: L-BFGS reaches the ELBO's optimum where
-    Adam's stopping rules stop early, and Adam keeps the cost of a BO step
-    bounded in ``n`` (an L-BFGS iteration costs ``O(n m^2)``).
+    [Titsias2009]_ followed by the closed-form ``q(u)``, on all the data while
+    ``n <= EULBOOptions.lbfgs_max_n`` and above on ``lbfgs_max_n`` points drawn
+    at random (``q(u)`` then at its closed form on all the data); ``"lbfgs"``
+    uses all the data at any ``n``; ``"adam"`` is minibatch Adam
+    (``AdamOptions``, ``StoppingOptions``), the paper's optimizer. Reason:
+    L-BFGS reaches the ELBO's optimum where Adam's stopping rules stop early,
+    far below it from a fresh start at thousands of points, and the subset
+    keeps the cost of a fit bounded in ``n`` (an L-BFGS iteration costs
+    ``O(n m^2)``).
 
     Example:
         >>> ELBOFitOptions(optimizer="adam")
@@ -298,10 +303,10 @@ class EULBOOptions:
     One settings object per concern (see the module docstring): ``elbo``,
     ``adam`` and ``stopping`` for the ELBO fit, ``warm_start``, ``utility`` and
     ``joint`` for the joint step, and ``lbfgs_max_n``, the largest ``n`` at
-    which the ELBO fit uses L-BFGS (``elbo.optimizer="auto"``) and the joint
-    phase gets its full L-BFGS-B budget. The defaults are the package's:
-    L-BFGS in both phases up to 2,000 points; ``table1()`` is the paper's
-    minibatch-Adam setting.
+    which the ELBO fit's L-BFGS uses all the data (``elbo.optimizer="auto"``;
+    above, that many points drawn at random) and the joint phase gets its full
+    L-BFGS-B budget. The defaults are the package's: L-BFGS in both phases;
+    ``table1()`` is the paper's minibatch-Adam setting.
 
     Example:
         >>> opts = EULBOOptions(stopping=StoppingOptions(max_steps=500))
@@ -315,7 +320,8 @@ class EULBOOptions:
         warm_start: The joint step's ``optimize_acqf`` (``WarmStartOptions``).
         utility: The utility's estimate (``UtilityOptions``).
         joint: The joint phase (``JointOptions``).
-        lbfgs_max_n: Largest ``n`` at which L-BFGS runs at its full budget.
+        lbfgs_max_n: Largest ``n`` at which L-BFGS uses all the data at its
+            full budget.
     """
 
     elbo: ELBOFitOptions = field(default_factory=ELBOFitOptions)

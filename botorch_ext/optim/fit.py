@@ -6,12 +6,14 @@ imports it. The joint EULBO optimization (``botorch_ext.optim.joint_phase``) reu
 its minibatch, check-set and w-step helpers and its stopping rule.
 
 By default (``EULBOOptions.elbo.optimizer="auto"``) ``fit_elbo`` is
-``fit_elbo_collapsed`` while ``n <= lbfgs_max_n``: full-batch L-BFGS on
-``collapsed_elbo``, the ELBO with ``q(u)`` at its closed-form optimum
-[Titsias2009]_. Above, or with ``"adam"``: Adam steps on minibatch ELBOs
-(``w_step``, gradient norm clipped), every round (``stopping.check_every`` steps, or one
-epoch) the objective on a fixed check set (or the epoch's mean), then
-``StoppingRule``; ``model.last_fit`` records the fit.
+``fit_elbo_collapsed``: full-batch L-BFGS on ``collapsed_elbo``, the ELBO with
+``q(u)`` at its closed-form optimum [Titsias2009]_, on all the data while
+``n <= lbfgs_max_n`` and on ``lbfgs_max_n`` points drawn at random above
+(``lbfgs_rows``), then the closed-form ``q(u)`` of all the data. With
+``"adam"``: Adam steps on minibatch ELBOs (``w_step``, gradient norm clipped),
+every round (``stopping.check_every`` steps, or one epoch) the objective on a
+fixed check set (or the epoch's mean), then ``StoppingRule``.
+``model.last_fit`` records the fit.
 
 References:
     .. [Titsias2009]
@@ -194,28 +196,53 @@ def w_step(
 def uses_lbfgs(model: EULBOModel) -> bool:
     r"""Whether ``fit_elbo`` fits ``model`` by L-BFGS on the collapsed bound.
 
-    ``"lbfgs"``: always; ``"adam"``: never; ``"auto"``: while the model has at
-    most ``options.lbfgs_max_n`` training points, where an L-BFGS iteration
-    (``O(n m^2)``) is cheap and the fit converges; beyond, Adam keeps the cost
-    of a fit bounded in ``n``.
+    ``"auto"`` and ``"lbfgs"``: yes (on the rows of ``lbfgs_rows``); ``"adam"``:
+    no.
 
     Example:
         >>> uses_lbfgs(model)
         True
     """
-    choice = model.options.elbo.optimizer
-    if choice == "auto":
-        return model.train_X_full.shape[-2] <= model.options.lbfgs_max_n
-    return choice == "lbfgs"
+    return model.options.elbo.optimizer != "adam"
+
+
+def lbfgs_rows(model: EULBOModel, seed: int = 0) -> Tensor | None:
+    r"""The training points the L-BFGS ELBO fit of ``model`` uses.
+
+    All (None) with ``"lbfgs"`` or while ``n <= options.lbfgs_max_n``; above,
+    with ``"auto"``, ``lbfgs_max_n`` of them drawn without replacement from
+    ``seed``. Reason: an L-BFGS iteration costs ``O(n m^2)``, so a subset keeps
+    the fit's cost bounded in ``n``, and ``Z`` and the hyperparameters fitted on
+    thousands of points are close to those of all of them, while minibatch Adam
+    at that cost stops far below the optimum (the EULBO benchmark page).
+
+    Example:
+        >>> rows = lbfgs_rows(model, seed=0)  # None, or lbfgs_max_n indices
+
+    Args:
+        model: The model to fit.
+        seed: Seed of the draw.
+
+    Returns:
+        A tensor of ``lbfgs_max_n`` distinct row indices, or None for all rows.
+    """
+    n = model.train_X_full.shape[-2]
+    size = model.options.lbfgs_max_n
+    if model.options.elbo.optimizer != "auto" or n <= size:
+        return None
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randperm(n, generator=gen)[:size].to(model.train_X_full.device)
 
 
 def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     r"""Fit an ``EULBOModel`` by its ELBO.
 
-    Where ``uses_lbfgs(model)`` (``options.elbo.optimizer`` is ``"lbfgs"``, or
-    ``"auto"``, the default, and ``n <= options.lbfgs_max_n``) this is
-    ``fit_elbo_collapsed``: the ELBO maximized to convergence by L-BFGS.
-    Otherwise: Adam with step
+    Where ``uses_lbfgs(model)`` (``options.elbo.optimizer`` is ``"auto"``, the
+    default, or ``"lbfgs"``) this is ``fit_elbo_collapsed``: the ELBO maximized
+    by L-BFGS, on all the data or, with ``"auto"`` above
+    ``options.lbfgs_max_n`` points, on ``lbfgs_max_n`` of them drawn from
+    ``seed`` (``lbfgs_rows``), with ``q(u)`` then at its closed form on all the
+    data. With ``"adam"``: Adam with step
     size ``options.adam.lr_w``, minibatches of ``options.adam.batch_size`` reshuffled
     every epoch, gradient norm clipped at ``options.adam.grad_clip``,
     from the model's current state (a carried-over ``w`` or the closed-form
@@ -232,18 +259,22 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
 
     Args:
         model: The model to fit, in place.
-        seed: Seed of the minibatch shuffling and the check set.
+        seed: Seed of the L-BFGS subset, or of Adam's minibatch shuffling and
+            check set.
 
     Returns:
-        The final per-datum ELBO (on the check set for ``"steps"``; the last
-        epoch's mean for ``"epochs"``).
+        The final per-datum ELBO (the collapsed bound of all the data for
+        L-BFGS; for Adam on the check set with ``"steps"``, the last epoch's
+        mean with ``"epochs"``).
 
     Raises:
         RuntimeError: If the ELBO becomes non-finite.
     """
     options = model.options
     if uses_lbfgs(model):
-        return fit_elbo_collapsed(model, max_iter=options.elbo.lbfgs_max_iter)
+        return fit_elbo_collapsed(
+            model, options.elbo.lbfgs_max_iter, rows=lbfgs_rows(model, seed)
+        )
     model.train()
     params = _w_parameters(model)
     opt = torch.optim.Adam(params, lr=options.adam.lr_w)
@@ -350,7 +381,7 @@ class BestState:
         return self.value
 
 
-def collapsed_elbo(model: EULBOModel) -> Tensor:
+def collapsed_elbo(model: EULBOModel, rows: Tensor | None = None) -> Tensor:
     r"""The SVGP's ELBO at the optimal ``q(u)``, per datum, priors included.
 
     With a Gaussian likelihood the ELBO maximized over ``q(u)`` has the closed
@@ -366,7 +397,9 @@ def collapsed_elbo(model: EULBOModel) -> Tensor:
     ``model``'s (uncollapsed) full-data ELBO at the ``q(u)`` that
     ``EULBOModel.set_optimal_variational_distribution`` sets. As GPyTorch's
     ``VariationalELBO`` does, the hyperparameters' log priors are added and
-    the total is divided by ``n``.
+    the total is divided by ``n``. With ``rows`` it is the bound of those
+    training points alone (``n`` their number), the data of an SVGP fitted to
+    a subset.
 
     Example:
         >>> value = collapsed_elbo(model)  # differentiable in Z and theta
@@ -374,15 +407,16 @@ def collapsed_elbo(model: EULBOModel) -> Tensor:
     Args:
         model: An ``EULBOModel`` (its training data, inducing points, kernel,
             mean and Gaussian likelihood are used; its ``q(u)`` is not).
+        rows: Indices of the training points to use; None for all.
 
     Returns:
         A scalar tensor, the per-datum bound.
     """
     gp = model.model
     strategy = gp.variational_strategy
-    X = model.train_X_full
+    X = model.train_X_full if rows is None else model.train_X_full[rows]
     n = X.shape[-2]
-    phi, r, s2, L_A = model.whitened_regression()
+    phi, r, s2, L_A = model.whitened_regression(rows)
     c = torch.linalg.solve_triangular(L_A, (phi @ r).unsqueeze(-1), upper=False)
     quad = (r @ r) / s2 - (c.squeeze(-1) @ c.squeeze(-1)) / s2**2
     logdet = n * torch.log(s2) + 2 * torch.log(torch.diagonal(L_A)).sum()
@@ -398,7 +432,9 @@ def collapsed_elbo(model: EULBOModel) -> Tensor:
     return (total + log_prior) / n
 
 
-def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
+def fit_elbo_collapsed(
+    model: EULBOModel, max_iter: int = 500, rows: Tensor | None = None
+) -> float:
     r"""Fit an ``EULBOModel`` by its ELBO to convergence: L-BFGS on the collapsed bound.
 
     Maximizes ``collapsed_elbo`` (the ELBO with ``q(u)`` at its optimum) over
@@ -408,6 +444,9 @@ def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
     optimum is the ELBO's optimum over all of ``w``, the objective of
     ``fit_elbo``, reached without minibatch noise and without ``q(u)``'s
     ``O(m^2)`` parameters in the search. Each iteration costs ``O(n m^2)``.
+    With ``rows`` the search maximizes the bound of those points only (an
+    iteration then costs ``O(|rows| m^2)``); ``q(u)`` is still set to the
+    optimum of all the data.
 
     Example:
         >>> elbo_per_datum = fit_elbo_collapsed(model)
@@ -415,9 +454,10 @@ def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
     Args:
         model: The model to fit, in place.
         max_iter: L-BFGS iteration budget.
+        rows: Indices of the training points the search uses; None for all.
 
     Returns:
-        The final per-datum ELBO (``collapsed_elbo``).
+        The final per-datum ELBO of all the data (``collapsed_elbo``).
     """
     model.train()
     variational = {id(p) for p in model.parameter_blocks()["variational"]}
@@ -434,7 +474,7 @@ def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
 
     def closure() -> Tensor:
         opt.zero_grad()
-        loss = -collapsed_elbo(model)
+        loss = -collapsed_elbo(model, rows)
         loss.backward()
         return loss
 
@@ -471,5 +511,10 @@ def fit_elbo_collapsed(model: EULBOModel, max_iter: int = 500) -> float:
         steps, failed = 0, failed or "non-finite"
     model.eval()
     converged = failed is None and steps < max_iter
-    model.last_fit = {"steps": steps, "elbo": value, "converged": converged}
+    model.last_fit = {
+        "steps": steps,
+        "elbo": value,
+        "converged": converged,
+        "rows": model.train_X_full.shape[-2] if rows is None else len(rows),
+    }
     return value

@@ -40,8 +40,8 @@ class SVGPMethod:
     points, ``q(u)``, hyperparameters; ``EULBOModel.carry_over``), so the new
     observations enter through the ELBO; the first iteration's ``q(u)`` starts
     at its closed-form optimum. The ELBO is fitted as ``EULBOOptions``'s
-    defaults say (``elbo.optimizer="auto"``: L-BFGS on the collapsed bound while
-    ``n <= lbfgs_max_n``, bounded minibatch Adam beyond). A collapsed trust region
+    defaults say (``elbo.optimizer="auto"``: L-BFGS on the collapsed bound, on
+    ``lbfgs_max_n`` points drawn at random beyond that ``n``). A collapsed trust region
     restarts at its initial length (the data and the model state are kept).
     After each call, ``diagnostics`` holds the fitted noise, lengthscales, ELBO
     and (for EULBO) the utility term, which the runner writes into every row

@@ -17,6 +17,7 @@ from botorch_ext.optim.fit import (
     check_set,
     collapsed_elbo,
     fit_elbo_collapsed,
+    lbfgs_rows,
     uses_lbfgs,
 )
 from tests.models.helpers import FAST
@@ -217,6 +218,17 @@ class TestCollapsedELBO(BotorchTestCase):
                 for _, mod, p, c, _ in mods.named_priors()
             )
             self.assertAllClose(collapsed_elbo(model), (total + prior) / n)
+            # The bound of a subset of the points: the same formula on them.
+            rows = torch.tensor([3, 0, 17, 41, 8, 29])
+            Ks = Kxx[rows][:, rows]
+            Qs = Q[rows][:, rows]
+            mvn = torch.distributions.MultivariateNormal(
+                gp.mean_module(X[rows]), Qs + s2 * torch.eye(len(rows))
+            )
+            total = mvn.log_prob(y[rows]) - torch.trace(Ks - Qs) / (2 * s2)
+            self.assertAllClose(
+                collapsed_elbo(model, rows), (total + prior) / len(rows)
+            )
 
     def test_fit_elbo_collapsed_converges_to_the_exact_gp_when_m_equals_n(self):
         # With Z free and m = n the ELBO's optimum is the exact GP's MAP
@@ -277,6 +289,37 @@ class TestCollapsedELBO(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "`elbo.optimizer`.*sgd"):
             EULBOOptions.from_flat(elbo_optimizer="sgd").validate()
 
+    def test_a_subset_fit_optimizes_the_subset_and_sets_the_full_data_q(self):
+        X, Y = _data(n=60, d=2, seed=6)
+        for dtype in (torch.float, torch.double):
+            options = EULBOOptions(lbfgs_max_n=40)
+            model = EULBOModel(X.to(dtype), Y.to(dtype), num_inducing_points=12,
+                               options=options, covar_module=ard(2))  # fmt: skip
+            with torch.no_grad():
+                start = collapsed_elbo(model).item()
+            value = fit_elbo(model, seed=1)
+            rows = lbfgs_rows(model, seed=1)
+            self.assertEqual(model.last_fit["rows"], 40)
+            with torch.no_grad():
+                self.assertAllClose(value, collapsed_elbo(model).item())
+            self.assertGreater(value, start)
+            # The search's end is a stationary point of the subset's bound ...
+            model.train()
+            params = [
+                model.model.variational_strategy.inducing_points,
+                model.model.covar_module.raw_lengthscale,
+                model.likelihood.noise_covar.raw_noise,
+            ]
+            grads = torch.autograd.grad(collapsed_elbo(model, rows), params)
+            tol = 1e-2 if dtype == torch.float else 1e-3
+            self.assertLess(max(g.abs().max().item() for g in grads), tol)
+            # ... and q(u) is the closed-form optimum of all the data.
+            dist = model.model.variational_strategy._variational_distribution
+            fitted = [t.detach().clone() for t in dist.parameters()]
+            model.set_optimal_variational_distribution()
+            for a, b in zip(fitted, dist.parameters(), strict=True):
+                self.assertTrue(torch.equal(a, b))
+
     def test_a_failed_lbfgs_fit_keeps_the_starting_state(self):
         # A singular K_ZZ met during the line search (NotPSDError), a K_ZZ with
         # NaNs (NanError, seen with a prior-free ScaleKernel on 12 points) or a
@@ -290,9 +333,9 @@ class TestCollapsedELBO(BotorchTestCase):
             before = {k: v.clone() for k, v in model.state_dict().items()}
             calls = {"n": 0}
 
-            def flaky(m, failure=failure, calls=calls):
+            def flaky(m, rows=None, failure=failure, calls=calls):
                 calls["n"] += 1
-                value = collapsed_elbo(m)
+                value = collapsed_elbo(m, rows)
                 if calls["n"] == 3:
                     if failure == "raise":
                         raise NotPSDError("singular")
@@ -311,22 +354,36 @@ class TestCollapsedELBO(BotorchTestCase):
                         "likelihood.noise_covar.raw_noise"):  # fmt: skip
                 self.assertTrue(torch.equal(model.state_dict()[key], before[key]))
 
-    def test_auto_switches_at_lbfgs_max_n(self):
+    def test_auto_fits_a_subset_above_lbfgs_max_n(self):
         X, Y = _data(n=40)
+        # (choice, lbfgs_max_n, rows of the L-BFGS fit: None for all, 0 for Adam)
         for choice, max_n, expected in (
-            ("auto", 40, True),
-            ("auto", 39, False),
-            ("lbfgs", 1, True),
-            ("adam", 10_000, False),
+            ("auto", 40, None),
+            ("auto", 39, 39),
+            ("lbfgs", 1, None),
+            ("adam", 10_000, 0),
         ):
             options = EULBOOptions.from_flat(elbo_optimizer=choice, lbfgs_max_n=max_n)
             model = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            self.assertEqual(uses_lbfgs(model), expected, (choice, max_n))
+            self.assertEqual(uses_lbfgs(model), expected != 0, (choice, max_n))
+            rows = lbfgs_rows(model, seed=3)
+            if expected:
+                self.assertEqual(sorted(set(rows.tolist())), sorted(rows.tolist()))
+                self.assertEqual(len(rows), expected)
+                self.assertTrue(torch.equal(rows, lbfgs_rows(model, seed=3)))
+                self.assertFalse(torch.equal(rows, lbfgs_rows(model, seed=4)))
+            else:
+                self.assertIsNone(rows)
             with mock.patch(
                 "botorch_ext.optim.fit.fit_elbo_collapsed", return_value=-1.0
             ) as spy:
-                fit_elbo(model)
-            self.assertEqual(spy.called, expected)
+                fit_elbo(model, seed=3)
+            self.assertEqual(spy.called, expected != 0)
+            if spy.called:
+                passed = spy.call_args.kwargs["rows"]
+                self.assertTrue(
+                    passed is None if rows is None else torch.equal(passed, rows)
+                )
         self.assertEqual(EULBOOptions().elbo.optimizer, "auto")
         self.assertEqual(EULBOOptions.table1().elbo.optimizer, "adam")
         # The paper's setting runs Adam in both phases (Algorithm 1).

@@ -300,15 +300,15 @@ class TestMethods(BotorchTestCase):
         calls = []
         real = svgp_fit.fit_elbo_collapsed
 
-        def spy(model, max_iter=500):
-            calls.append(max_iter)
-            return real(model, max_iter=max_iter)
+        def spy(model, max_iter=500, rows=None):
+            calls.append((max_iter, None if rows is None else len(rows)))
+            return real(model, max_iter=max_iter, rows=rows)
 
         with mock.patch.object(svgp_fit, "fit_elbo_collapsed", spy):
             for method, choice, lbfgs_max_n in (
                 (ablations.elbo_svgp_lbfgs, "lbfgs", 2000),
                 (get_method("elbo-svgp"), "auto", 2000),  # n = 12: L-BFGS too
-                (get_method("elbo-svgp"), "auto", 11),  # above lbfgs_max_n: Adam
+                (get_method("elbo-svgp"), "auto", 11),  # above: on 11 of 12 points
             ):
                 eulbo_options = options_with(lbfgs_max_n=lbfgs_max_n)
                 with mock.patch.object(svgp, "EULBOOptions", eulbo_options):
@@ -316,7 +316,7 @@ class TestMethods(BotorchTestCase):
                     run(X, Y, bounds, 1, 0, options)
                 self.assertEqual(run.previous.options.elbo.optimizer, choice)
                 self.assertEqual(run.previous.options.warm_start.num_restarts, 1)
-        self.assertEqual(calls, [500, 500])  # not the Adam run
+        self.assertEqual(calls, [(500, None), (500, None), (500, 11)])
 
     def test_turbo_exact_gp(self):
         method = get_method("turbo")
