@@ -458,7 +458,18 @@ def fit_elbo_collapsed(
 
     Returns:
         The final per-datum ELBO of all the data (``collapsed_elbo``).
+
+    Raises:
+        ValueError: If ``rows`` is empty or names a point the model lacks.
     """
+    n = model.train_X_full.shape[-2]
+    if rows is not None and (
+        rows.numel() == 0 or int(rows.min()) < 0 or int(rows.max()) >= n
+    ):
+        raise ValueError(
+            f"`rows` must be a non-empty set of indices in [0, {n}), got "
+            f"{rows.tolist() if rows.numel() <= 10 else rows}"
+        )
     model.train()
     variational = {id(p) for p in model.parameter_blocks()["variational"]}
     params = [p for p in _w_parameters(model) if id(p) not in variational]

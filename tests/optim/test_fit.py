@@ -313,6 +313,9 @@ class TestCollapsedELBO(BotorchTestCase):
             grads = torch.autograd.grad(collapsed_elbo(model, rows), params)
             tol = 1e-2 if dtype == torch.float else 1e-3
             self.assertLess(max(g.abs().max().item() for g in grads), tol)
+            for bad in (torch.tensor([], dtype=torch.long), torch.tensor([0, 60])):
+                with self.assertRaisesRegex(ValueError, r"`rows` must be .*\[0, 60\)"):
+                    fit_elbo_collapsed(model, rows=bad)
             # ... and q(u) is the closed-form optimum of all the data.
             dist = model.model.variational_strategy._variational_distribution
             fitted = [t.detach().clone() for t in dist.parameters()]
