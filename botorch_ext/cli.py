@@ -165,12 +165,13 @@ def _add_output(p: argparse.ArgumentParser, default: str) -> None:
         "--resume",
         action="store_true",
         help="continue the results in --output: skip finished runs, continue "
-        "partial ones from their rows (the settings must match config.json)",
+        "partial ones from their rows and, for the SVGP and TuRBO methods, their "
+        "saved state (the settings must match config.json)",
     )
     group.add_argument(
         "--overwrite",
         action="store_true",
-        help="discard the results in --output and start afresh",
+        help="discard the results (and saved states) in --output and start afresh",
     )
 
 
