@@ -16,10 +16,17 @@ Beside them it prints the noise that the run itself logged at that step
 (``model_noise``; for EULBO methods the state after the joint phase). If the refit
 SVGP and the exact GP reproduce the run's noise, the joint phase did not cause it.
 
+A run may also be a checkpoint of ``msweep.py --checkpoint`` (a ``.pt`` file): then
+the models are refitted on the points its last step's model saw, the SVGP with that
+run's kernel, settings and number of inducing points, and the logged noise is that
+model's after its step (``--ns`` does not apply).
+
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/noise_check.py \
         benchmarks/eulbo/results/eulbo-v3/hartmann6/eulbo-kg-s{0,1,2} --ns 150,200 \
         --output benchmarks/eulbo/results/eulbo-v3/noise_check.csv
+    OMP_NUM_THREADS=1 python benchmarks/eulbo/noise_check.py \
+        checkpoints/hartmann6-eulbo-kg-m50-s*-init100-q1.pt --output noise_kg.csv
 """
 
 from __future__ import annotations
@@ -55,6 +62,47 @@ def load_run(folder: str) -> tuple[torch.Tensor, torch.Tensor, list[dict]]:
     return X.double(), Y.double(), rows
 
 
+def load_checkpoint(path: str) -> tuple[torch.Tensor, torch.Tensor, object]:
+    r"""The points and values an ``msweep.py`` run's last step saw, and the step."""
+    state = torch.load(path, weights_only=False)
+    step = state["step"]
+    n = step.n_seen
+    return state["X"][:n], state["Y"][:n], step
+
+
+def refit_checkpoint(path: str, env: str, output: str) -> None:
+    X, Y, step = load_checkpoint(path)
+    gp = SingleTaskGP(X, Y)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+    logged = step.previous
+    m = logged.model.variational_strategy.inducing_points.shape[-2]
+    kwargs = dict(step.model_kwargs)
+    if step.kernel is not None:
+        kwargs["covar_module"] = step.kernel(X.shape[-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        svgp = EULBOModel(X, Y, m, **kwargs)
+        fit_elbo(svgp)
+    name = os.path.basename(path).split("-init")[0]
+    row = {
+        "run": name.split("-", 1)[1],  # METHOD-mM-sSEED
+        "n": X.shape[0],
+        "logged_noise": logged.likelihood.noise.item(),
+        "exact_noise": gp.likelihood.noise.item(),
+        "exact_lengthscale": gp.covar_module.lengthscale.median().item(),
+        "svgp_noise": svgp.likelihood.noise.item(),
+        "svgp_lengthscale": svgp.model.covar_module.lengthscale.median().item(),
+        "svgp_elbo": svgp.last_fit.get("elbo"),
+        "environment": env,
+    }
+    append_csv_row(output, row)
+    print(
+        f"{row['run']:<24} n {row['n']}: logged {row['logged_noise']:.4f}  "
+        f"exact GP {row['exact_noise']:.4f}  SVGP refit {row['svgp_noise']:.4f}",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+")
@@ -67,6 +115,9 @@ def main() -> None:
     torch.set_num_threads(1)
     env = environment()
     for folder in args.runs:
+        if folder.endswith(".pt"):
+            refit_checkpoint(folder, env, args.output)
+            continue
         X, Y, rows = load_run(folder)
         for n in [int(v) for v in args.ns.split(",")]:
             if n > len(rows):
