@@ -62,6 +62,21 @@ def load_run(folder: str) -> tuple[torch.Tensor, torch.Tensor, list[dict]]:
     return X.double(), Y.double(), rows
 
 
+def fit_row(run: str, n: int, logged, gp, svgp, env: str) -> dict:
+    r"""One output row: the logged noise beside the exact GP's and the SVGP's refit."""
+    return {
+        "run": run,
+        "n": n,
+        "logged_noise": logged,
+        "exact_noise": gp.likelihood.noise.item(),
+        "exact_lengthscale": gp.covar_module.lengthscale.median().item(),
+        "svgp_noise": svgp.likelihood.noise.item(),
+        "svgp_lengthscale": svgp.model.covar_module.lengthscale.median().item(),
+        "svgp_elbo": svgp.last_fit.get("elbo"),
+        "environment": env,
+    }
+
+
 def load_checkpoint(path: str) -> tuple[torch.Tensor, torch.Tensor, object]:
     r"""The points and values an ``msweep.py`` run's last step saw, and the step."""
     state = torch.load(path, weights_only=False)
@@ -84,17 +99,8 @@ def refit_checkpoint(path: str, env: str, output: str) -> None:
         svgp = EULBOModel(X, Y, m, **kwargs)
         fit_elbo(svgp)
     name = os.path.basename(path).split("-init")[0]
-    row = {
-        "run": name.split("-", 1)[1],  # METHOD-mM-sSEED
-        "n": X.shape[0],
-        "logged_noise": logged.likelihood.noise.item(),
-        "exact_noise": gp.likelihood.noise.item(),
-        "exact_lengthscale": gp.covar_module.lengthscale.median().item(),
-        "svgp_noise": svgp.likelihood.noise.item(),
-        "svgp_lengthscale": svgp.model.covar_module.lengthscale.median().item(),
-        "svgp_elbo": svgp.last_fit.get("elbo"),
-        "environment": env,
-    }
+    run = name.split("-", 1)[1]  # METHOD-mM-sSEED
+    row = fit_row(run, X.shape[0], logged.likelihood.noise.item(), gp, svgp, env)
     append_csv_row(output, row)
     print(
         f"{row['run']:<24} n {row['n']}: logged {row['logged_noise']:.4f}  "
@@ -131,17 +137,8 @@ def main() -> None:
             # Row n - 1 is the evaluation chosen by the model fitted on n - 1
             # points; the model fitted on n points chose row n.
             logged = rows[n]["model_noise"] if n < len(rows) else ""
-            row = {
-                "run": os.path.basename(folder.rstrip("/")),
-                "n": n,
-                "logged_noise": logged,
-                "exact_noise": gp.likelihood.noise.item(),
-                "exact_lengthscale": gp.covar_module.lengthscale.median().item(),
-                "svgp_noise": svgp.likelihood.noise.item(),
-                "svgp_lengthscale": svgp.model.covar_module.lengthscale.median().item(),
-                "svgp_elbo": svgp.last_fit.get("elbo"),
-                "environment": env,
-            }
+            run = os.path.basename(folder.rstrip("/"))
+            row = fit_row(run, n, logged, gp, svgp, env)
             append_csv_row(args.output, row)
             print(
                 f"{row['run']:<24} n {n}: logged {float(logged or 'nan'):.4f}  "
