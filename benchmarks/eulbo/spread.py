@@ -24,6 +24,8 @@ import torch
 
 def late_spread(X: torch.Tensor, Y: torch.Tensor, after: int) -> float:
     r"""Median distance from ``X[after:]`` to the point of the largest ``Y``."""
+    if not 0 <= after < X.shape[0]:
+        raise ValueError(f"`after` must be in [0, {X.shape[0]}), got {after}")
     best = X[Y.squeeze(-1).argmax()]
     return (X[after:] - best).norm(dim=-1).median().item()
 
