@@ -161,3 +161,86 @@ class TestMSweepResume(unittest.TestCase):
             self.assertEqual([r["n_evals"] for r in rows(cut)], ["7", "9", "11"])
             self.assertEqual(rows(cut), rows(uncut))
             self.assertEqual(rows(f"{tmp}/plain.csv"), rows(uncut)[:2])
+
+
+class TestMSweepSummary(unittest.TestCase):
+    def test_markdown_table_against_statistics(self):
+        # Every EULBO verdict number comes from this table: check its means,
+        # standard errors, paired differences and evidence medians against the
+        # standard library on made-up rows.
+        import io
+        import statistics
+        from contextlib import redirect_stdout
+
+        msweep = _msweep()
+        base = {0: -3.1, 1: -2.4, 2: -2.9, 3: -3.3, 4: -2.7, 5: -3.0}  # at 140
+        # Seed 3 stops at 120 (left out); seed 4 ties (not a win).
+        eulbo = {0: -3.0, 1: -2.9, 2: -3.15, 4: -2.7, 5: -3.2}
+        rows = []
+        for method, finals in (("turbo-elbo-svgp", base), ("turbo-eulbo-ei", eulbo)):
+            for seed in range(6):
+                for n in (120, 140, 160):
+                    if n > 120 and seed not in finals:
+                        continue
+                    k = 7 * seed + n / 20  # made-up diagnostics, one per step
+                    joint = method == "turbo-eulbo-ei"
+                    rows.append({
+                        "problem": "rover", "method": method, "m": 50, "seed": seed,
+                        "n_evals": n,
+                        "best_value": finals[seed] if n == 140 else 9.0 + n,
+                        "step_seconds": 1.0, "noise": 0.01 * k,
+                        "moved": 0.1 * k if joint else "",
+                        "w_moved": 0.2 * k if joint else "",
+                        "utility_gradient_share": 0.9 if joint else "",
+                        "warm_start_eulbo": -k if joint else "",
+                        "eulbo": -k + 0.5 + 0.01 * k if joint else "",
+                        "eulbo_steps": 10 if joint else "",
+                        "utility": 0.3 * k if joint else "",
+                        "warm_start_utility": 0.25 * k if joint else "",
+                    })  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for method in ("turbo-elbo-svgp", "turbo-eulbo-ei"):
+                paths.append(f"{tmp}/{method}.csv")
+                with open(paths[-1], "w", newline="") as handle:
+                    writer = csv.DictWriter(handle, fieldnames=msweep.FIELDS)
+                    writer.writeheader()
+                    writer.writerows(r for r in rows if r["method"] == method)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                msweep.summary(",".join(paths), 140, markdown=True)
+        table = {}
+        for line in out.getvalue().splitlines()[2:]:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            table[cells[1].strip("`")] = cells
+
+        def mean_se(xs):
+            se = statistics.stdev(xs) / len(xs) ** 0.5
+            return f"{statistics.mean(xs):.3f} +/- {se:.3f}"
+
+        b, e = table["turbo-elbo-svgp"], table["turbo-eulbo-ei"]
+        self.assertEqual((b[2], e[2]), ("6", "5"))
+        self.assertEqual(b[3], mean_se(list(base.values())))
+        self.assertEqual(e[3], mean_se(list(eulbo.values())))
+        self.assertEqual(e[4], " / ".join(f"{eulbo[s]:.3f}" for s in sorted(eulbo)))
+        diffs = [eulbo[s] - base[s] for s in sorted(eulbo)]
+        se = statistics.stdev(diffs) / len(diffs) ** 0.5
+        self.assertEqual(e[5], f"{statistics.mean(diffs):+.3f} +/- {se:.3f} (3 of 5)")
+        self.assertEqual(b[5], "")
+        # Evidence: medians over every joint step up to 140 evaluations (all
+        # seeds at 120, those in ``eulbo`` at 140), the final noise over the
+        # runs at 140.
+        ks = [7 * s + 6 for s in range(6)] + [7 * s + 7 for s in eulbo]
+        self.assertEqual(e[6], format(statistics.median([0.1 * k for k in ks]), ".3g"))
+        self.assertEqual(e[7], format(statistics.median([0.2 * k for k in ks]), ".3g"))
+        self.assertEqual(
+            e[8], format(statistics.median([0.05 * k for k in ks]), "+.3g")
+        )
+        # d ELBO = d EULBO - d utility = (0.5 + 0.01 k) - 0.05 k.
+        self.assertEqual(
+            e[9], format(statistics.median([0.5 - 0.04 * k for k in ks]), "+.3g")
+        )
+        self.assertEqual(
+            e[10], format(statistics.median([0.07 * s + 0.07 for s in eulbo]), ".3g")
+        )
+        self.assertEqual(b[6:10], ["", "", "", ""])
