@@ -244,3 +244,86 @@ class TestMSweepSummary(unittest.TestCase):
             e[10], format(statistics.median([0.07 * s + 0.07 for s in eulbo]), ".3g")
         )
         self.assertEqual(b[6:10], ["", "", "", ""])
+
+    def test_text_summary_window_phases_hours_and_per_seed(self):
+        # The text summary's extra lines (the counts of joint phases that raised
+        # the EULBO, hours per run, the per-step noise, the per-seed paired
+        # differences) and ``after``, which keeps the evidence to a window.
+        import io
+        import re
+        import statistics
+        from contextlib import redirect_stdout
+
+        msweep = _msweep()
+        base = {0: -3.0, 1: -2.0, 2: -2.5, 3: -1.0, 4: -1.2}  # best values at 140
+        eulbo = {0: -3.5, 1: -1.5, 2: -2.5}  # seeds 3 and 4 stop at 120
+        gains = {120: 9.0, 140: None, 160: -9.0}  # 140: per seed below
+        rows = []
+        for method, finals in (("turbo-elbo-svgp", base), ("turbo-eulbo-ei", eulbo)):
+            joint = method == "turbo-eulbo-ei"
+            for seed in range(5):
+                for n in (120, 140, 160):
+                    if n > 120 and seed not in finals:
+                        continue
+                    gain = gains[n]
+                    if gain is None:
+                        gain = (-0.5, 0.0, 2.0, 0.0, 0.0)[seed]
+                    rows.append({
+                        "problem": "rover", "method": method, "m": 50, "seed": seed,
+                        "n_evals": n,
+                        "best_value": finals[seed] if n == 140 else 9.0 + n,
+                        "step_seconds": 360.0 * (seed + 1) + n,
+                        "noise": 0.001 * (10 * seed + n / 20 + (5 if joint else 0)),
+                        "moved": 0.1 if joint else "",
+                        "w_moved": 0.2 if joint else "",
+                        "utility_gradient_share": 0.9 if joint else "",
+                        "warm_start_eulbo": 1.0 if joint else "",
+                        "eulbo": 1.0 + gain if joint else "",
+                        "eulbo_steps": 10 if joint else "",
+                        "utility": 0.0 if joint else "",
+                        "warm_start_utility": 0.0 if joint else "",
+                    })  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for method in ("turbo-elbo-svgp", "turbo-eulbo-ei"):
+                paths.append(f"{tmp}/{method}.csv")
+                with open(paths[-1], "w", newline="") as handle:
+                    writer = csv.DictWriter(handle, fieldnames=msweep.FIELDS)
+                    writer.writeheader()
+                    writer.writerows(r for r in rows if r["method"] == method)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                msweep.summary(",".join(paths), 140, after=120)
+            with self.assertRaisesRegex(ValueError, r"`after` \(140\)"):
+                msweep.summary(",".join(paths), 140, after=140)
+        text = out.getvalue()
+        # Only the steps at 140 are in the window (120 < n <= 140): gains
+        # -0.5, 0.0 and 2.0, of which one is a rise (a zero gain is not).
+        self.assertIn("joint phases 3, EULBO rose in 1, smallest gain -0.5,", text)
+        self.assertIn("median gain 0\n", text)
+        hours = re.findall(
+            r"hours per run ([0-9.]+), noise median per step ([0-9.]+)", text
+        )
+        # Hours: the whole run to 140 (both steps), over the runs that reached it.
+        expected_hours = []
+        for finals in (base, eulbo):
+            runs = [sum(360.0 * (s + 1) + n for n in (120, 140)) / 3600 for s in finals]
+            expected_hours.append(f"{statistics.mean(runs):.2f}")
+        self.assertEqual([h for h, _ in hours], expected_hours)
+        # Noise: the median over the steps at 140 only (5 and 3 of them).
+        self.assertEqual(
+            [float(v) for _, v in hours],
+            [
+                float(
+                    format(
+                        statistics.median(0.001 * (10 * s + 7 + j) for s in f), ".3g"
+                    )
+                )
+                for f, j in ((base, 0), (eulbo, 5))
+            ],
+        )
+        diffs = [eulbo[s] - base[s] for s in sorted(eulbo)]
+        per_seed = ", ".join(f"{d:+.3f}" for d in diffs)
+        self.assertIn(
+            f"per seed {per_seed}, median {statistics.median(diffs):+.3f}", text
+        )

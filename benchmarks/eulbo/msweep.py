@@ -15,6 +15,12 @@ Usage:
         --output runs/msweep/hartmann6.csv
     python benchmarks/eulbo/msweep.py --summary runs/msweep/hartmann6.csv --at 200
 
+The summary reports, for the runs that reached ``--at`` evaluations, the best
+value (mean, standard error, the paired difference to the ELBO method and its
+per-seed values), and the evidence of the joint phase from the steps with
+``--after`` < n <= ``--at`` evaluations (medians per step; the number of joint
+phases and how many raised the EULBO; hours per run).
+
 A (method, m, seed) whose rows already reach ``--budget`` in ``--output`` is
 skipped. With ``--checkpoint DIR`` every step also saves the run's data and its
 method state (the carried SVGP, the trust region) to ``DIR``, and an unfinished
@@ -34,6 +40,7 @@ import argparse
 import csv
 import math
 import os
+import statistics
 import time
 from collections import defaultdict
 
@@ -130,13 +137,18 @@ def _done(path: str, budget: int) -> set:
     return {(method, m, seed) for method, m, seed, n in _written(path) if n >= budget}
 
 
-def summary(path: str, at: int, markdown: bool = False) -> None:
+def summary(path: str, at: int, markdown: bool = False, after: int = 0) -> None:
     rows = [r for p in path.split(",") for r in csv.DictReader(open(p))]
+    if after >= at:
+        raise ValueError(f"`after` ({after}) must be below `at` ({at}).")
     final = {}
+    seconds: dict = defaultdict(float)
     for r in rows:
         key = (r["problem"], int(r["m"]), r["method"], int(r["seed"]))
         if int(r["n_evals"]) == at:  # runs that reached the checkpoint
             final[key] = float(r["best_value"])
+        if int(r["n_evals"]) <= at:
+            seconds[key] += float(r["step_seconds"])
     groups: dict = defaultdict(dict)
     for (prob, m, method, seed), v in final.items():
         groups[(prob, m)].setdefault(method, {})[seed] = v
@@ -150,10 +162,10 @@ def summary(path: str, at: int, markdown: bool = False) -> None:
 
     evidence: dict = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if int(r["n_evals"]) > at:
+        if not after < int(r["n_evals"]) <= at:
             continue
         key = (r["problem"], int(r["m"]), r["method"])
-        for col in ("moved", "w_moved", "utility_gradient_share"):
+        for col in ("moved", "w_moved", "utility_gradient_share", "noise"):
             if r[col] not in ("", "None"):
                 evidence[key][col].append(float(r[col]))
         cols = ("utility", "warm_start_utility", "eulbo", "warm_start_eulbo")
@@ -163,6 +175,7 @@ def summary(path: str, at: int, markdown: bool = False) -> None:
             # utility_weight is 1 in every method run here.
             evidence[key]["d_utility"].append(d_util)
             evidence[key]["d_elbo"].append(d_eulbo - d_util)
+            evidence[key]["gain"].append(d_eulbo)
         if int(r["n_evals"]) == at and r["noise"] not in ("", "None"):
             evidence[key]["final_noise"].append(float(r["noise"]))
 
@@ -216,6 +229,18 @@ def summary(path: str, at: int, markdown: bool = False) -> None:
                 f"d ELBO {med(ev['d_elbo']):+.3g}; "
                 f"final noise median {med(ev['final_noise']):.3g}"
             )
+            hours = [seconds[(prob, m, method, s)] / 3600 for s in seeds]
+            print(
+                f"  {'':22s} hours per run {statistics.mean(hours):.2f}, "
+                f"noise median per step {med(ev['noise']):.3g}"
+            )
+            if ev["gain"]:
+                gain = ev["gain"]
+                print(
+                    f"  {'':22s} joint phases {len(gain)}, EULBO rose in "
+                    f"{sum(g > 0 for g in gain)}, smallest gain {min(gain):.2g}, "
+                    f"median gain {statistics.median(gain):.3g}"
+                )
         base = by_method.get("elbo-svgp") or by_method.get("turbo-elbo-svgp")
         for method, seeds in sorted(by_method.items()):
             if base is None or seeds is base:
@@ -227,7 +252,9 @@ def summary(path: str, at: int, markdown: bool = False) -> None:
                 wins = sum(x < 0 for x in d)
                 print(
                     f"  paired {method} - ELBO: {mu:+.3f} ± {se:.3f} "
-                    f"(n={len(d)}, {method} better in {wins})"
+                    f"(n={len(d)}, {method} better in {wins}); per seed "
+                    f"{', '.join(f'{x:+.3f}' for x in d)}, median "
+                    f"{statistics.median(d):+.3f}"
                 )
 
 
@@ -244,10 +271,13 @@ def main() -> None:
     p.add_argument("--checkpoint", help="folder of per-run checkpoints (resume)")
     p.add_argument("--summary")
     p.add_argument("--at", type=int, default=300)
+    p.add_argument(
+        "--after", type=int, default=0, help="evidence from steps past this n only"
+    )
     p.add_argument("--markdown", action="store_true")
     args = p.parse_args()
     if args.summary:
-        summary(args.summary, args.at, args.markdown)
+        summary(args.summary, args.at, args.markdown, args.after)
         return
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     new = not os.path.exists(args.output)
