@@ -121,6 +121,18 @@ def _msweep():
     return load_script("benchmarks/eulbo/msweep.py")
 
 
+def _write_msweep_rows(msweep, rows, folder):
+    r"""Write made-up msweep rows, one CSV per method as the runs do; the paths."""
+    paths = []
+    for method in ("turbo-elbo-svgp", "turbo-eulbo-ei"):
+        paths.append(f"{folder}/{method}.csv")
+        with open(paths[-1], "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=msweep.FIELDS)
+            writer.writeheader()
+            writer.writerows(r for r in rows if r["method"] == method)
+    return paths
+
+
 class TestMSweepResume(unittest.TestCase):
     def test_a_checkpointed_run_goes_on_as_the_uncut_run(self):
         # turbo-eulbo-ei carries its SVGP and its trust region from step to step:
@@ -199,13 +211,7 @@ class TestMSweepSummary(unittest.TestCase):
                         "warm_start_utility": 0.25 * k if joint else "",
                     })  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
-            paths = []
-            for method in ("turbo-elbo-svgp", "turbo-eulbo-ei"):
-                paths.append(f"{tmp}/{method}.csv")
-                with open(paths[-1], "w", newline="") as handle:
-                    writer = csv.DictWriter(handle, fieldnames=msweep.FIELDS)
-                    writer.writeheader()
-                    writer.writerows(r for r in rows if r["method"] == method)
+            paths = _write_msweep_rows(msweep, rows, tmp)
             out = io.StringIO()
             with redirect_stdout(out):
                 msweep.summary(",".join(paths), 140, markdown=True)
@@ -284,13 +290,7 @@ class TestMSweepSummary(unittest.TestCase):
                         "warm_start_utility": 0.0 if joint else "",
                     })  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
-            paths = []
-            for method in ("turbo-elbo-svgp", "turbo-eulbo-ei"):
-                paths.append(f"{tmp}/{method}.csv")
-                with open(paths[-1], "w", newline="") as handle:
-                    writer = csv.DictWriter(handle, fieldnames=msweep.FIELDS)
-                    writer.writeheader()
-                    writer.writerows(r for r in rows if r["method"] == method)
+            paths = _write_msweep_rows(msweep, rows, tmp)
             out = io.StringIO()
             with redirect_stdout(out):
                 msweep.summary(",".join(paths), 140, after=120)
