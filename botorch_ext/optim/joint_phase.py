@@ -74,6 +74,36 @@ def joint_parameters(model: EULBOModel) -> list[Tensor]:
     return [p for p in model.parameters() if id(p) in selected]
 
 
+#: A joint phase's result replaces its warm start only if its EULBO is higher by more
+#: than this many units of the dtype's eps (relative to ``max(|warm|, 1)``): the
+#: EULBO is a sum over the data, and evaluating it again (another mode, another
+#: order of the reductions) moves it by a few units of eps, so a smaller gain is
+#: not a measured one.
+IMPROVEMENT_EPS = 16
+
+
+def exceeds(value: float, reference: float, dtype: torch.dtype) -> bool:
+    r"""Whether ``value`` is above ``reference`` by more than the dtype resolves.
+
+    ``value > reference + IMPROVEMENT_EPS * eps(dtype) * max(|reference|, 1)``; the
+    rule by which the default joint phase keeps a result over its warm start.
+
+    Example:
+        >>> exceeds(1.0 + 1e-9, 1.0, torch.float32)
+        False
+
+    Args:
+        value: The EULBO of the candidate result.
+        reference: The EULBO it must beat (the warm start's, or the best so far).
+        dtype: The precision both were computed in.
+
+    Returns:
+        True if the gain is larger than the tolerance.
+    """
+    eps = torch.finfo(dtype).eps
+    return value > reference + IMPROVEMENT_EPS * eps * max(abs(reference), 1.0)
+
+
 def eulbo(
     model: EULBOModel,
     X: Tensor,
@@ -255,7 +285,7 @@ def adam_joint_phase(
         if not math.isfinite(value) or not bool(torch.isfinite(phase.x).all()):
             diverged = True
             break
-        if value > best_value:
+        if exceeds(value, best_value, x0.dtype):
             best_state = copy.deepcopy(model.state_dict())
             best_x, best_value = phase.x.detach().clone(), value
         if rule.update(model.per_datum(value)):
@@ -274,7 +304,6 @@ def adam_joint_phase(
         )
     model.eval()
     value = phase.criterion(candidates)
-    model.eval()
     return _finish(
         model,
         x0,
@@ -313,8 +342,10 @@ def lbfgs_joint_phase(
     The budget is ``joint_iterations(options, n)``: ``options.joint.max_iter``
     iterations while ``n <= options.lbfgs_max_n``, and proportionally fewer
     above, so that an iteration's ``O(n m^2)`` cost times their number stays
-    bounded in ``n``. The objective is always the full-data EULBO, so the
-    returned state is never below the warm start, whatever the budget. A
+    bounded in ``n``. The objective is always the full-data EULBO, and the result
+    replaces the warm start only if it ``exceeds`` it by more than the dtype
+    resolves, so the returned state is never below the warm start, whatever the
+    budget (``last_optimization["rolled_back"]`` says which was returned). A
     failure (a singular matrix at a trial point, a non-finite value) restores
     the warm start and warns.
 
@@ -381,7 +412,8 @@ def lbfgs_joint_phase(
             OptimizationWarning,
             stacklevel=3,
         )
-    if diverged or value < warm_value:
+    rolled_back = diverged or not exceeds(value, warm_value, x0.dtype)
+    if rolled_back:
         model.load_state_dict(start_state)
         candidates, value = x0, warm_value
     w_moved = math.sqrt(
@@ -406,6 +438,7 @@ def lbfgs_joint_phase(
         steps=steps,
         diverged=diverged,
         optimizer="lbfgs",
+        rolled_back=rolled_back,
         w_moved=w_moved,
         utility_gradient_share=grad_share,
         max_iter=max_iter,

@@ -8,6 +8,7 @@ from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import eulbo, fit_elbo, optimize_eulbo
+from botorch_ext.optim.joint_phase import IMPROVEMENT_EPS, exceeds
 from botorch_ext.optim.optimize import warm_start
 from tests.models.helpers import FAST
 from tests.models.helpers import make_data as _data
@@ -419,10 +420,20 @@ class TestDefaultJointPhase(BotorchTestCase):
         with torch.no_grad():
             warm = eulbo(start, x0, base, utility).item()
             new = eulbo(model, x1, base, utility).item()
-        self.assertAlmostEqual(value.item(), new, delta=1e-6 * abs(new))
-        # Strictly higher than the warm start: from a converged ELBO fit the
-        # utility term's gradient in w is not zero.
-        self.assertGreater(new, warm + 1e-8 * abs(warm))
+        eps = torch.finfo(x0.dtype).eps
+        tol = IMPROVEMENT_EPS * eps * max(abs(warm), 1.0)
+        self.assertAlmostEqual(value.item(), new, delta=tol)
+        # Never below the warm start, evaluated again in the model's precision.
+        self.assertGreaterEqual(new, warm - tol)
+        if info["rolled_back"]:
+            # Only float32 may resolve no gain; then the warm start is returned.
+            self.assertEqual(x0.dtype, torch.float)
+            self.assertTrue(torch.equal(cand, x0[:q]))
+            return cand
+        # Higher than the warm start by more than the dtype resolves: from a
+        # converged ELBO fit the utility term's gradient in w is not zero.
+        self.assertGreater(new, warm)
+        self.assertTrue(exceeds(value.item(), warm, x0.dtype))
         # w moved: the variational parameters differ from the warm start's.
         vd_new = model.model.variational_strategy._variational_distribution
         vd_old = start.model.variational_strategy._variational_distribution
@@ -434,6 +445,68 @@ class TestDefaultJointPhase(BotorchTestCase):
         self.assertGreater(info["w_moved"], 0.0)
         self.assertTrue(0.0 < info["utility_gradient_share"] <= 1.0)
         return cand
+
+    def test_exceeds_is_stated_in_units_of_the_dtypes_eps(self):
+        self.assertEqual(IMPROVEMENT_EPS, 16)
+        for dtype in (torch.float, torch.double):
+            eps = torch.finfo(dtype).eps
+            for ref in (-5.46, 0.0, 1e-3, 250.0):
+                tol = 16 * eps * max(abs(ref), 1.0)
+                self.assertFalse(exceeds(ref, ref, dtype))
+                self.assertFalse(exceeds(ref + 0.5 * tol, ref, dtype))
+                self.assertTrue(exceeds(ref + 2 * tol, ref, dtype))
+                self.assertFalse(exceeds(ref - tol, ref, dtype))
+        # The issue's float32 case: 5e-8 above 5.46 is below float32's resolution.
+        self.assertFalse(exceeds(5.46078025, 5.46078020, torch.float))
+        self.assertTrue(exceeds(5.46078025, 5.46078020, torch.double))
+
+    def _fake_gain_step(self, model, bounds, gain):
+        # A fake L-BFGS moves w; the EULBO reported afterwards is the warm
+        # start's plus `gain` tolerances.
+        from botorch_ext.optim import joint_phase
+
+        real_eulbo, dtype = joint_phase.eulbo, bounds.dtype
+        moved = {"done": False, "warm": None}
+
+        def fake_minimize(closure, tensors, **kwargs):
+            with torch.no_grad():
+                tensors["w0"].add_(1e-3)
+            moved["done"] = True
+            return mock.Mock(step=1)
+
+        def fake_eulbo(*args, **kwargs):
+            out = real_eulbo(*args, **kwargs)
+            if not moved["done"]:
+                moved["warm"] = out.item()
+                return out
+            warm = moved["warm"]
+            tol = IMPROVEMENT_EPS * torch.finfo(dtype).eps * max(abs(warm), 1)
+            return torch.tensor(warm + gain * tol, dtype=torch.double)
+
+        with (
+            mock.patch.object(joint_phase, "scipy_minimize", fake_minimize),
+            mock.patch.object(joint_phase, "eulbo", fake_eulbo),
+        ):
+            return optimize_eulbo(model, bounds, q=1, refit=False)
+
+    def test_a_gain_below_the_dtypes_resolution_is_rolled_back(self):
+        # Below one tolerance the warm-start state comes back unchanged; above
+        # it the moved state is kept.
+        for dtype in (torch.float, torch.double):
+            bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=dtype)
+            for gain, kept in ((0.5, False), (2.0, True)):
+                model = self._converged(dtype)
+                fit_elbo(model, seed=0)
+                start = copy.deepcopy(model.state_dict())
+                cand, _ = self._fake_gain_step(model, bounds, gain)
+                info = model.last_optimization
+                self.assertEqual(info["rolled_back"], not kept)
+                same = all(
+                    torch.equal(v, start[k]) for k, v in model.state_dict().items()
+                )
+                self.assertEqual(same, not kept)
+                if not kept:
+                    self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
 
     def test_default_joint_phase_improves_on_the_warm_start(self):
         for dtype in (torch.float, torch.double):
