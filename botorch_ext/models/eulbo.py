@@ -45,6 +45,7 @@ from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.models.utils.inducing_point_allocators import InducingPointAllocator
 from gpytorch.kernels import Kernel
+from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import VariationalELBO
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
@@ -169,6 +170,8 @@ class EULBOModel(SingleTaskVariationalGP):
         outcome_transform: OutcomeTransform | None = None,
         input_transform: InputTransform | None = None,
         covar_module: Kernel | None = None,
+        likelihood: GaussianLikelihood | None = None,
+        incumbent: float | None = None,
     ) -> None:
         r"""An SVGP with EULBO-based acquisition.
 
@@ -207,6 +210,14 @@ class EULBOModel(SingleTaskVariationalGP):
                 docstring). Given with an ``EULBOModel`` as
                 ``previous_model``, it takes that model's fitted values (it
                 must be the same kind of kernel).
+            likelihood: The Gaussian likelihood, used as is (e.g. GPyTorch's
+                prior-free ``GaussianLikelihood()``, as in the authors' code); if
+                omitted, a copy of the previous ``EULBOModel``'s, else BoTorch's
+                likelihood with its noise prior and floor.
+            incumbent: The best outcome ``y*`` of the utility, on the
+                original scale (maximization), for a model trained on part of
+                the data (the authors' window of the last 100 points; see
+                ``EULBOOptions.authors``); if omitted, the best of ``train_Y``.
         """
         check_training_data(train_X, train_Y)
         check_positive_int("num_inducing_points", num_inducing_points)
@@ -233,7 +244,12 @@ class EULBOModel(SingleTaskVariationalGP):
         )
         previous = previous_model if isinstance(previous_model, EULBOModel) else None
         covar_module = initial_kernel(covar_module, previous, train_X)
-        likelihood = floored_likelihood(train_X)
+        if likelihood is None:
+            likelihood = (
+                copy.deepcopy(previous.likelihood)
+                if previous is not None
+                else floored_likelihood(train_X)
+            )
         m = min(num_inducing_points, train_X.shape[-2])
         m_previous = None if previous is None else previous.num_inducing_points
         carried = carry_state and m_previous == m
@@ -269,6 +285,10 @@ class EULBOModel(SingleTaskVariationalGP):
             self.input_transform = input_transform
         self.train_X_full = model_X
         self.train_Y_std = Y_std
+        self.incumbent: Tensor | None = None
+        if incumbent is not None:
+            best = torch.as_tensor(incumbent, dtype=train_Y.dtype).reshape(1, 1)
+            self.incumbent = outcome_transform(best.to(train_Y))[0].squeeze()
         self.num_inducing_points = m
         self.requested_inducing_points = num_inducing_points
         self.elbo_scale = elbo_scale
@@ -318,8 +338,10 @@ class EULBOModel(SingleTaskVariationalGP):
         Returns:
             The new model.
         """
+        # A plain Standardize is re-fitted on the new data (and the carried state
+        # mapped onto its scale); any other transform is kept as it is.
         outcome_transform = None
-        if not isinstance(self.outcome_transform, Standardize):
+        if type(self.outcome_transform) is not Standardize:
             outcome_transform = copy.deepcopy(self.outcome_transform)
         input_transform = getattr(self, "input_transform", None)
         return EULBOModel(
@@ -531,12 +553,17 @@ class EULBOModel(SingleTaskVariationalGP):
     def best_f(self) -> Tensor:
         r"""The incumbent ``y*``: the best transformed (standardized) training outcome.
 
+        Or the ``incumbent`` given to the model, transformed.
+
         Example:
             >>> model.best_f()
 
         Returns:
             A scalar tensor.
         """
+        incumbent: Tensor | None = getattr(self, "incumbent", None)
+        if incumbent is not None:
+            return incumbent
         return self.train_Y_std.max()
 
     def parameter_blocks(self) -> dict[str, list[Parameter]]:

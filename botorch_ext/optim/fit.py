@@ -280,7 +280,9 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     opt = torch.optim.Adam(params, lr=options.adam.lr_w)
     gen = torch.Generator().manual_seed(seed)
     rule = StoppingRule(options.stopping.patience, options.stopping.tol)
-    if options.stopping.convergence == "epochs":
+    if options.elbo.epochs is not None or options.stopping.convergence == "failures":
+        steps, converged, value = _adam_counted_epochs(model, opt, params, gen)
+    elif options.stopping.convergence == "epochs":
         steps, converged, value = _adam_epochs(model, opt, params, gen, rule)
     else:
         steps, converged, value = _adam_steps(model, opt, params, gen, rule)
@@ -313,6 +315,77 @@ def _adam_epochs(
         if rule.update(value):
             return steps, True, value
     return steps, False, value
+
+
+def _adam_counted_epochs(
+    model: EULBOModel,
+    opt: torch.optim.Optimizer,
+    params: list[Tensor],
+    gen: torch.Generator,
+) -> tuple[int, bool, float]:
+    r"""``elbo.epochs`` epochs, or the ``"failures"`` rule.
+
+    Returns ``(steps, converged, value)``, the value the last epoch's per-datum
+    mean.
+    """
+    options = model.options
+    fixed = options.elbo.epochs
+    rule = FailureCount(options.stopping.patience)
+    steps, epochs, n = 0, 0, model.train_X_full.shape[-2]
+    while True:
+        loss = weighted = 0.0
+        for idx in minibatches(model, gen):
+            step_value = w_step(model, opt, params, idx)
+            if step_value is None:
+                raise RuntimeError("The ELBO became non-finite during fit_elbo.")
+            steps += 1
+            loss -= step_value
+            weighted += step_value * len(idx)
+        epochs += 1
+        value = model.per_datum(weighted / n)
+        if fixed is not None:
+            if epochs >= fixed:
+                return steps, False, value
+        elif rule.update(loss):
+            return steps, True, value
+        elif epochs > options.stopping.max_epochs:
+            return steps, False, value
+
+
+class FailureCount:
+    r"""The ``"failures"`` rule: stop at the ``patience``-th failure, counted in total.
+
+    A value fails when it is not below the lowest value seen so far (the first
+    never fails); the rule of the authors' released code for an epoch's summed
+    minibatch loss.
+
+    Example:
+        >>> rule = FailureCount(patience=2)
+        >>> [rule.update(v) for v in (3.0, 2.0, 2.5, 1.0, 1.0)]
+        [False, False, False, False, True]
+
+    Args:
+        patience: Failures in total before stopping.
+    """
+
+    def __init__(self, patience: int) -> None:
+        r"""Start with no value seen."""
+        self.patience, self.lowest, self.failures = patience, math.inf, 0
+
+    def update(self, loss: float) -> bool:
+        r"""Record a loss; True when the fit should stop.
+
+        Args:
+            loss: The epoch's loss (lower is better).
+
+        Returns:
+            True at the ``patience``-th failure.
+        """
+        if loss < self.lowest:
+            self.lowest = loss
+        else:
+            self.failures += 1
+        return self.failures >= self.patience
 
 
 def _adam_steps(

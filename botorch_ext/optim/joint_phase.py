@@ -265,7 +265,7 @@ def adam_joint_phase(
     """
     phase = _AdamJointPhase(model, x0, bounds, utility, base_samples, gen)
     warm_value = phase.criterion(x0)
-    warm_utility = _utility_value(model, x0, base_samples, utility)
+    warm_utility = utility_value(model, x0, base_samples, utility)
     # The returned state is the best EULBO seen at a round's end, starting
     # from the warm start: minibatch Adam is not monotone.
     best_state = copy.deepcopy(model.state_dict())
@@ -304,7 +304,7 @@ def adam_joint_phase(
         )
     model.eval()
     value = phase.criterion(candidates)
-    return _finish(
+    return finish_joint_phase(
         model,
         x0,
         candidates,
@@ -385,7 +385,7 @@ def lbfgs_joint_phase(
         return loss.detach(), [t.grad for t in tensors.values()]
 
     warm_value = full_value(x0)
-    warm_utility = _utility_value(model, x0, base_samples, utility)
+    warm_utility = utility_value(model, x0, base_samples, utility)
     grad_share = _utility_gradient_share(model, w_params, x0, base_samples, utility)
     failed, candidates, steps = None, x0, 0
     try:
@@ -423,7 +423,7 @@ def lbfgs_joint_phase(
         )
     )
     model.eval()
-    return _finish(
+    return finish_joint_phase(
         model,
         x0,
         candidates,
@@ -473,7 +473,7 @@ def _utility_gradient_share(
     return norm(g_util) / total if total > 0 else 0.0
 
 
-def _finish(
+def finish_joint_phase(
     model: EULBOModel,
     x0: Tensor,
     candidates: Tensor,
@@ -490,7 +490,7 @@ def _finish(
         "warm_start_candidates": x0,
         "warm_start_value": record.pop("warm_value"),
         "warm_start_utility": record.pop("warm_utility"),
-        "utility": _utility_value(model, candidates, base_samples, utility),
+        "utility": utility_value(model, candidates, base_samples, utility),
         "moved": (candidates - x0).norm(dim=-1).max().item(),
         "base_samples": base_samples,
         **record,
@@ -498,8 +498,13 @@ def _finish(
     return candidates[:q], torch.tensor(value, dtype=bounds.dtype, device=bounds.device)
 
 
-def _utility_value(
+def utility_value(
     model: EULBOModel, X: Tensor, base_samples: Tensor | None, utility: str
 ) -> float:
+    r"""The expected log utility of ``X`` under the model, without gradient.
+
+    Example:
+        >>> utility_value(model, torch.rand(1, 2), None, "ei")
+    """
     with torch.no_grad():
         return model.expected_log_utility(X.unsqueeze(0), base_samples, utility).item()

@@ -30,12 +30,15 @@ import warnings
 from typing import TYPE_CHECKING
 
 import torch
-from botorch.acquisition import qLogExpectedImprovement
-from botorch.exceptions.warnings import OptimizationWarning
+from botorch.acquisition import qExpectedImprovement, qLogExpectedImprovement
+from botorch.exceptions.warnings import NumericsWarning, OptimizationWarning
+from botorch.models.model import Model
 from botorch.optim import optimize_acqf
+from botorch.posteriors import Posterior
 from torch import Tensor
 
 from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale
+from botorch_ext.optim.epoch_joint_phase import epoch_joint_phase
 from botorch_ext.optim.fit import fit_elbo
 from botorch_ext.optim.joint_phase import adam_joint_phase, lbfgs_joint_phase
 from botorch_ext.optim.utils import ignore_optimize_acqf_retry_warnings
@@ -132,7 +135,40 @@ def optimize_eulbo(
     x0 = warm_start(model, bounds, q, seed, utility, base_samples)
     if options.joint.optimizer == "lbfgs":
         return lbfgs_joint_phase(model, x0, bounds, q, utility, base_samples)
+    if options.joint.optimizer == "adam-epochs":
+        return epoch_joint_phase(model, x0, bounds, q, utility, base_samples, gen)
     return adam_joint_phase(model, x0, bounds, q, utility, base_samples, gen)
+
+
+class ObservationNoisePredictive(Model):
+    r"""A model's predictive distribution of observations: its posterior with noise.
+
+    ``posterior(X)`` is ``model.posterior(X, observation_noise=True)``, so an
+    acquisition function built on it (``qExpectedImprovement``) scores noisy
+    observations rather than the latent function, as the authors' released code
+    of [Maus2024eulbo]_ does.
+
+    Example:
+        >>> acqf = qExpectedImprovement(ObservationNoisePredictive(model), best_f)
+
+    Args:
+        model: A BoTorch model whose ``posterior`` takes ``observation_noise``.
+    """
+
+    def __init__(self, model: Model) -> None:
+        r"""Wrap ``model``."""
+        super().__init__()
+        self.model = model
+
+    @property
+    def num_outputs(self) -> int:
+        r"""The wrapped model's number of outputs."""
+        return self.model.num_outputs
+
+    def posterior(self, X: Tensor, *args, **kwargs) -> Posterior:  # type: ignore[override]
+        r"""The wrapped model's posterior at ``X`` with observation noise."""
+        kwargs["observation_noise"] = True
+        return self.model.posterior(X, *args, **kwargs)
 
 
 def warm_start(
@@ -145,7 +181,9 @@ def warm_start(
 ) -> Tensor:
     r"""Algorithm 1, line 3: the conventional acquisition under the ELBO fit.
 
-    ``"ei"``: BoTorch's ``qLogExpectedImprovement``. ``"kg"``: the one-shot
+    ``"ei"``: BoTorch's ``qLogExpectedImprovement`` (or, with
+    ``warm_start.acquisition="qei-noisy"``, ``qExpectedImprovement`` on the
+    predictive distribution with observation noise). ``"kg"``: the one-shot
     soft-KG itself with the SVGP fixed (``qLogSoftKGModelScale``), optimized
     over the ``q`` candidates and the ``S`` free points jointly by
     ``optimize_acqf``, like BoTorch's one-shot ``qKnowledgeGradient``; all
@@ -165,17 +203,24 @@ def warm_start(
     Returns:
         A ``q x d`` tensor (``(q + S) x d`` for ``"kg"``).
     """
-    acqf: qLogSoftKGModelScale | qLogExpectedImprovement
+    acqf: qLogSoftKGModelScale | qLogExpectedImprovement | qExpectedImprovement
     if utility == "kg":
         assert base_samples is not None  # required for "kg" (see Args)
         acqf = qLogSoftKGModelScale(model, base_samples)
         n_points = acqf.get_augmented_q_batch_size(q)
     else:
         best_f = model.outcome_transform.untransform(model.best_f().reshape(1, 1))
-        acqf = qLogExpectedImprovement(model, best_f=best_f[0].squeeze())
+        if model.options.warm_start.acquisition == "qei-noisy":
+            acqf = qExpectedImprovement(
+                ObservationNoisePredictive(model), best_f=best_f[0].squeeze()
+            )
+        else:
+            acqf = qLogExpectedImprovement(model, best_f=best_f[0].squeeze())
         n_points = q
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OptimizationWarning)
+        # qExpectedImprovement ("qei-noisy") is chosen on purpose (the authors').
+        warnings.simplefilter("ignore", NumericsWarning)
         ignore_optimize_acqf_retry_warnings()
         torch.manual_seed(seed)
         candidates, _ = optimize_acqf(

@@ -199,6 +199,22 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
         SVGPMethod(None, kernel=svgp_ard_kernel),
         "SVGP fitted by its ELBO, then qLogEI (EULBO's baseline)",
     ),
+    "eulbo-ei-iso": (
+        SVGPMethod("ei"),
+        "eulbo-ei with EULBOModel's default isotropic kernel (with priors)",
+    ),
+    "elbo-svgp-iso": (
+        SVGPMethod(None),
+        "elbo-svgp with EULBOModel's default isotropic kernel (with priors)",
+    ),
+    "eulbo-ei-authors": (
+        SVGPMethod("ei", preset="authors"),
+        "eulbo-ei as the authors' released code runs it (EULBOOptions.authors)",
+    ),
+    "elbo-svgp-authors": (
+        SVGPMethod(None, preset="authors"),
+        "the authors' ELBO baseline: early-stopped Adam fit, qEI with noise",
+    ),
     "turbo-eulbo-ei": (
         SVGPMethod("ei", turbo=True, kernel=svgp_ard_kernel),
         "eulbo-ei in a TuRBO trust region (Maus et al. 2024)",

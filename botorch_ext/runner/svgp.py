@@ -13,17 +13,21 @@ from collections.abc import Callable
 
 import torch
 from botorch.exceptions.warnings import OptimizationWarning
-from gpytorch.kernels import Kernel
+from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
+from gpytorch.likelihoods import GaussianLikelihood
 from torch import Tensor
 
 from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.models.eulbo_options import AUTHORS_WINDOW
 from botorch_ext.optim import (
     fit_elbo,
     ignore_optimize_acqf_retry_warnings,
     optimize_eulbo,
 )
+from botorch_ext.optim.optimize import warm_start
 from botorch_ext.runner.options import Method, iteration_seed
+from botorch_ext.runner.transforms import StandardizeOnce
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
 
 
@@ -68,6 +72,18 @@ class SVGPMethod:
             once per run, at its first model; ``carry_over`` copies it on);
             ``None`` for ``EULBOModel``'s default. The runner's registered
             methods pass ``svgp_ard_kernel``.
+        preset: ``"authors"`` runs the loop of the authors' released code
+            (``EULBOOptions.authors``): the per-datum ELBO of the last
+            ``AUTHORS_WINDOW`` points with the incumbent over all of them,
+            their Adam fits and ``"adam-epochs"`` joint phase (no rollback),
+            ``qExpectedImprovement`` with observation noise as the warm start
+            and as the ELBO baseline's proposal, ``ScaleKernel(RBFKernel())``
+            and ``GaussianLikelihood()`` without priors, and outcomes
+            standardized once by the initial design (``StandardizeOnce``).
+            ``eulbo_options``, ``model_kwargs`` and ``kernel`` must then be
+            left out, and the runner's ``num_restarts`` and ``raw_samples``
+            give way to the preset's 10 and 256. None (the default): the
+            package's own settings.
     """
 
     def __init__(
@@ -77,17 +93,28 @@ class SVGPMethod:
         eulbo_options: dict | None = None,
         model_kwargs: dict | None = None,
         kernel: Callable[[int], Kernel] | None = None,
+        preset: str | None = None,
     ) -> None:
         r"""Store the settings; see the class docstring for the args."""
+        if preset not in (None, "authors"):
+            raise ValueError(f"`preset` must be None or 'authors', got {preset!r}.")
+        if preset is not None and (eulbo_options or model_kwargs or kernel):
+            raise ValueError(
+                "`preset='authors'` sets the options, model and kernel itself; "
+                "leave out `eulbo_options`, `model_kwargs` and `kernel`."
+            )
         self.utility = utility
         self.kernel = kernel
         self.turbo = turbo
         self.eulbo_options = dict(eulbo_options or {})
         self.model_kwargs = dict(model_kwargs or {})
+        self.preset = preset
 
     def new_run(self) -> Method:
         r"""A fresh run that carries its model from one iteration to the next."""
         # A copy per run: a kernel passed as `covar_module` holds fitted state.
+        if self.preset == "authors":
+            return _AuthorsSVGPRun(self.utility, self.turbo)
         return _SVGPRun(
             self.utility,
             self.turbo,
@@ -171,6 +198,69 @@ class _SVGPRun(TrustRegion):
                 self.diagnostics["utility"] = model.expected_log_utility(
                     candidates.detach().unsqueeze(0)
                 ).item()
+        self.previous = model
+        self.n_seen = train_Y.shape[0]
+        self.last_region = region
+        return candidates.detach()
+
+
+class _AuthorsSVGPRun(_SVGPRun):
+    r"""A run of the authors' loop (``SVGPMethod(preset="authors")``)."""
+
+    def __init__(self, utility: str | None, turbo: bool) -> None:
+        super().__init__(utility, turbo)
+        arm = "elbo" if utility is None else "eulbo"
+        self.options = EULBOOptions.authors(arm=arm)
+        self.outcome_transform = StandardizeOnce(m=1)
+
+    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+        seed_i = iteration_seed(seed, train_X)
+        torch.manual_seed(seed_i)
+        tic = time.monotonic()
+        if self.previous is None:
+            # Standardized once, by the initial design (all of it).
+            self.outcome_transform.train()
+            self.outcome_transform(train_Y)
+        X, Y = train_X[-AUTHORS_WINDOW:], train_Y[-AUTHORS_WINDOW:]
+        incumbent = float(train_Y.max())
+        if self.previous is None:
+            model = EULBOModel(
+                X,
+                Y,
+                num_inducing_points=options.num_inducing_points,
+                elbo_scale="mean",
+                options=self.options,
+                outcome_transform=self.outcome_transform,
+                covar_module=ScaleKernel(RBFKernel()).to(train_X),
+                likelihood=GaussianLikelihood().to(train_X),
+                incumbent=incumbent,
+            )
+            # q(u) starts as in the authors' code: GPyTorch initializes it from
+            # the prior at the first training step (not at its optimum).
+            strategy = model.model.variational_strategy
+            strategy.variational_params_initialized.fill_(0)
+        else:
+            model = self.previous.carry_over(X, Y)
+            model.incumbent = model.outcome_transform(train_Y.max().reshape(1, 1))[
+                0
+            ].squeeze()
+        region = bounds
+        if self.turbo:
+            lengthscale = kernel_lengthscale(model.model.covar_module)
+            region = self._trust_region(train_X, train_Y, bounds, q, lengthscale)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizationWarning)
+            ignore_optimize_acqf_retry_warnings()
+            if self.utility is None:
+                fit_elbo(model, seed=seed_i)
+                self.timings = {"fit_seconds": time.monotonic() - tic}
+                candidates = warm_start(model, region, q, seed_i)
+            else:
+                self.timings = {"fit_seconds": time.monotonic() - tic}
+                candidates, _ = optimize_eulbo(
+                    model, region, q=q, utility=self.utility, seed=seed_i
+                )
+        self.diagnostics = model.diagnostics()
         self.previous = model
         self.n_seen = train_Y.shape[0]
         self.last_region = region

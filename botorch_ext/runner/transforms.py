@@ -1,7 +1,8 @@
 r"""The runner's outcome transforms.
 
-The factory behind ``--outcome-transform`` (``outcome_transform``) and ``Negate``, the
-one it needs beyond BoTorch's own.
+The factory behind ``--outcome-transform`` (``outcome_transform``), ``Negate``, the
+one it needs beyond BoTorch's own, and ``StandardizeOnce``, the standardization of
+the authors' EULBO code.
 """
 
 from __future__ import annotations
@@ -78,6 +79,44 @@ class Negate(OutcomeTransform):
             mean_transform=lambda mean, var: -mean,
             variance_transform=lambda mean, var: var,
         )
+
+
+class StandardizeOnce(Standardize):
+    r"""``Standardize`` with the mean and standard deviation of the first data it sees.
+
+    BoTorch's ``Standardize`` re-learns its statistics whenever it is applied in
+    train mode, so a model built at every BO step standardizes by all the data
+    of that step. The authors' EULBO code standardizes once, by the initial
+    design's mean and standard deviation, and keeps them for the whole run; this
+    transform learns them at its first application in train mode and keeps
+    them afterwards (``EULBOModel.carry_over`` hands it on as it is).
+
+    Example:
+        >>> tf = StandardizeOnce(m=1)
+        >>> model = EULBOModel(X_init, Y_init, outcome_transform=tf)
+        >>> later = model.carry_over(X_all, Y_all)  # still the initial statistics
+    """
+
+    def forward(
+        self, Y: Tensor, Yvar: Tensor | None = None, X: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        r"""Standardize ``Y``; learn the statistics only if none are learned yet.
+
+        Args:
+            Y: A ``batch_shape x n x m``-dim tensor of outcomes.
+            Yvar: Matching observation-noise variances (optional).
+            X: Passed on to ``Standardize``.
+
+        Returns:
+            The standardized outcomes and variances.
+        """
+        if self.training and bool(self._is_trained):
+            self.eval()
+            try:
+                return super().forward(Y, Yvar, X)
+            finally:
+                self.train()
+        return super().forward(Y, Yvar, X)
 
 
 #: The names ``outcome_transform`` takes (``--outcome-transform``).

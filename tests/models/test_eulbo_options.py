@@ -142,6 +142,9 @@ class TestEULBOOptions(BotorchTestCase):
             "joint_optimizer": ("sgd", "`joint.optimizer`.*'sgd'"),
             "joint_parameters": ("Z", "`joint.parameters`.*'Z'"),
             "joint_max_iter": (0, "`joint.max_iter`"),
+            "elbo_epochs": (0, "`elbo.epochs`.*0"),
+            "acquisition": ("qucb", "`warm_start.acquisition`.*'qucb'"),
+            "joint_retries": (-1, "`joint.retries`.*-1"),
         }
         self.assertEqual(set(bad), set(FLAT_FIELDS))
         for name, (value, pattern) in bad.items():

@@ -339,3 +339,59 @@ class TestMethods(BotorchTestCase):
         self.assertLess(run.state.length, 0.8)
         incumbent = X[Y.squeeze(-1).argmax()]
         self.assertTrue(((incumbent >= region[0]) & (incumbent <= region[1])).all())
+
+
+class TestAuthorsPreset(BotorchTestCase):
+    def test_window_incumbent_and_model_choices(self):
+        from gpytorch.kernels import RBFKernel, ScaleKernel
+        from gpytorch.likelihoods import GaussianLikelihood
+
+        from botorch_ext.runner.transforms import StandardizeOnce
+
+        gen = torch.Generator().manual_seed(0)
+        X = torch.rand(104, 2, generator=gen, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        Y[1] = 1.0  # the best point is outside the last 100
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        options = MethodOptions(num_inducing_points=100)
+        for name, arm in (("eulbo-ei-authors", "ei"), ("elbo-svgp-authors", None)):
+            run = get_method(name).new_run()
+            run(X[:100], Y[:100], bounds, 1, 0, options)
+            # q(u) starts from GPyTorch's prior initialization, as theirs does.
+            self.assertEqual(len(run.previous.train_X_full), 100)
+            run(X, Y, bounds, 1, 0, options)
+            model = run.previous
+            # The per-datum ELBO of the last 100 points.
+            self.assertEqual(model.elbo_scale, "mean")
+            self.assertTrue(torch.equal(model.train_X_full, X[-100:]))
+            # Standardized once, by the first 100 points (the initial design).
+            tf = model.outcome_transform
+            self.assertIsInstance(tf, StandardizeOnce)
+            self.assertAllClose(tf.means.squeeze(), Y[:100].mean())
+            self.assertAllClose(tf.stdvs.squeeze(), Y[:100].std())
+            # The incumbent is the best of all points, on that scale.
+            expected = (Y.max() - Y[:100].mean()) / Y[:100].std()
+            self.assertAllClose(model.best_f(), expected)
+            self.assertGreater(model.best_f().item(), model.train_Y_std.max().item())
+            # Their kernel and likelihood, without priors.
+            covar = model.model.covar_module
+            self.assertIs(type(covar), ScaleKernel)
+            self.assertIs(type(covar.base_kernel), RBFKernel)
+            self.assertIsNone(covar.base_kernel.ard_num_dims)
+            self.assertEqual(len(list(model.model.named_priors())), 0)
+            self.assertEqual(len(list(model.likelihood.named_priors())), 0)
+            self.assertIs(type(model.likelihood), GaussianLikelihood)
+            self.assertEqual(model.options.joint.optimizer, "adam-epochs")
+            self.assertEqual(model.options.elbo.epochs, 10 if arm else None)
+            if arm:
+                self.assertEqual(model.last_optimization["optimizer"], "adam-epochs")
+            else:
+                self.assertEqual(model.last_optimization, {})
+
+    def test_preset_refuses_other_settings(self):
+        from botorch_ext.runner.svgp import SVGPMethod
+
+        with self.assertRaisesRegex(ValueError, "`preset`.*'paper'"):
+            SVGPMethod("ei", preset="paper")
+        with self.assertRaisesRegex(ValueError, "leave out"):
+            SVGPMethod("ei", preset="authors", model_kwargs={"utility_weight": 2.0})

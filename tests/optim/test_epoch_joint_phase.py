@@ -1,0 +1,260 @@
+r"""The authors' loop pieces: ``EULBOOptions.authors``, the ``"failures"`` rule, the
+fixed-epoch fit, the ``"adam-epochs"`` joint phase and the noisy-qEI warm start."""
+
+import copy
+import dataclasses
+import math
+from unittest import mock
+
+import torch
+from botorch.acquisition import qExpectedImprovement, qLogExpectedImprovement
+from botorch.exceptions.warnings import OptimizationWarning
+from botorch.utils.testing import BotorchTestCase
+from gpytorch.kernels import RBFKernel, ScaleKernel
+from gpytorch.likelihoods import GaussianLikelihood
+
+from botorch_ext.models import EULBOModel, EULBOOptions
+from botorch_ext.models.eulbo_options import (
+    AUTHORS_WINDOW,
+    AdamOptions,
+    JointOptions,
+    StoppingOptions,
+    WarmStartOptions,
+)
+from botorch_ext.optim import fit_elbo, optimize_eulbo
+from botorch_ext.optim import optimize as optimize_module
+from botorch_ext.optim.fit import FailureCount
+from botorch_ext.optim.optimize import ObservationNoisePredictive, warm_start
+from tests.models.helpers import make_data
+
+
+def _authors_model(dtype=torch.double, n=40, arm="eulbo", **changes):
+    X, Y = make_data(n=n, dtype=dtype)
+    options = dataclasses.replace(EULBOOptions.authors(arm), **changes)
+    options = dataclasses.replace(
+        options, warm_start=dataclasses.replace(options.warm_start, num_restarts=2)
+    )
+    return EULBOModel(
+        X,
+        Y,
+        num_inducing_points=10,
+        elbo_scale="mean",
+        options=options,
+        covar_module=ScaleKernel(RBFKernel()),
+        likelihood=GaussianLikelihood(),
+    ).to(dtype)
+
+
+class TestAuthorsOptions(BotorchTestCase):
+    def test_pins_the_released_settings(self):
+        opts = EULBOOptions.authors()
+        self.assertEqual(AUTHORS_WINDOW, 100)
+        self.assertEqual((opts.elbo.optimizer, opts.elbo.epochs), ("adam", 10))
+        self.assertEqual(
+            opts.adam, AdamOptions(lr_w=0.01, lr_x=0.001, batch_size=32, grad_clip=2.0)
+        )
+        self.assertEqual(
+            (opts.stopping.convergence, opts.stopping.patience), ("failures", 3)
+        )
+        self.assertEqual(opts.stopping.max_epochs, 30)
+        self.assertEqual(
+            opts.warm_start,
+            WarmStartOptions(num_restarts=10, raw_samples=256, acquisition="qei-noisy"),
+        )
+        self.assertEqual((opts.joint.optimizer, opts.joint.retries), ("adam-epochs", 7))
+        self.assertEqual(opts.joint.parameters, "all")
+        self.assertEqual(opts.utility.num_quadrature_points, 20)
+        self.assertEqual(opts.utility.num_mc_samples, 64)
+        # The baseline: the failures rule, not a fixed number of epochs.
+        self.assertIsNone(EULBOOptions.authors("elbo").elbo.epochs)
+        opts.validate()
+        with self.assertRaisesRegex(ValueError, "`arm`.*'kg'"):
+            EULBOOptions.authors("kg")
+
+    def test_package_defaults_unchanged(self):
+        opts = EULBOOptions()
+        self.assertIsNone(opts.elbo.epochs)
+        self.assertEqual(opts.warm_start.acquisition, "qlogei")
+        self.assertEqual((opts.joint.optimizer, opts.joint.retries), ("lbfgs", 7))
+
+
+class TestFailureCount(BotorchTestCase):
+    def test_counts_failures_in_total(self):
+        # Against a direct count: a failure is a value not below every earlier one.
+        seq = [5.0, 4.0, 4.5, 3.0, 3.0, 2.0, 2.5]
+        rule = FailureCount(patience=3)
+        stops = [rule.update(v) for v in seq]
+        failures = [i > 0 and v >= min(seq[:i]) for i, v in enumerate(seq)]
+        expected = [sum(failures[: i + 1]) >= 3 for i in range(len(seq))]
+        self.assertEqual(stops, expected)
+        self.assertEqual(stops.index(True), 6)  # not reset by the 3.0 and 2.0
+
+
+class TestCountedEpochFits(BotorchTestCase):
+    def test_fixed_epochs_and_failures_rule(self):
+        for dtype in (torch.float, torch.double):
+            model = _authors_model(dtype)
+            fit_elbo(model, seed=0)
+            # 40 points in minibatches of 32: 2 steps an epoch, 10 epochs.
+            self.assertEqual(model.last_fit["steps"], 20)
+            self.assertFalse(model.last_fit["converged"])
+            # The baseline stops at the 3rd failing epoch, counted in total:
+            # scripted epoch losses 2, 3 (fails), 1, 1.5 (fails), 0.5, 0.7 (fails).
+            losses = [2.0, 3.0, 1.0, 1.5, 0.5, 0.7] + [0.1] * 40
+            model = _authors_model(dtype, arm="elbo")
+            values = [-loss / 2 for loss in losses for _ in range(2)]
+            with mock.patch("botorch_ext.optim.fit.w_step", side_effect=values):
+                fit_elbo(model, seed=0)
+            self.assertEqual(model.last_fit["steps"], 2 * 6)
+            self.assertTrue(model.last_fit["converged"])
+
+    def test_failures_rule_is_capped_at_max_epochs_plus_one(self):
+        model = _authors_model(arm="elbo")
+        values = [float(k) for k in range(1, 500)]  # the loss always falls
+        with mock.patch("botorch_ext.optim.fit.w_step", side_effect=values):
+            fit_elbo(model, seed=0)
+        self.assertEqual(model.last_fit["steps"], 2 * 31)
+        self.assertFalse(model.last_fit["converged"])
+
+
+class TestEpochJointPhase(BotorchTestCase):
+    def _step(self, model, **stopping):
+        opts = model.options
+        model.options = dataclasses.replace(
+            opts, stopping=dataclasses.replace(opts.stopping, **stopping)
+        )
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=model.train_Y_std.dtype)
+        fit_elbo(model, seed=0)
+        start = copy.deepcopy(model.state_dict())
+        cand, value = optimize_eulbo(model, bounds, q=1, refit=False, seed=0)
+        return start, cand, value, model.last_optimization
+
+    def test_alternates_whole_epochs_starting_with_w(self):
+        for dtype in (torch.float, torch.double):
+            # One epoch (max_epochs=0): only w moved; two: x moved too.
+            model = _authors_model(dtype)
+            start, cand, _, info = self._step(model, max_epochs=0)
+            self.assertEqual(info["steps"], 1)
+            self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
+            moved = [
+                not torch.equal(v, start[k]) for k, v in model.state_dict().items()
+            ]
+            self.assertTrue(any(moved))
+            model = _authors_model(dtype)
+            start, cand, _, info = self._step(model, max_epochs=1)
+            self.assertEqual(info["steps"], 2)
+            self.assertFalse(torch.equal(cand, info["warm_start_candidates"]))
+            # An x-step of Adam moves each coordinate by at most about lr_x.
+            step = (cand - info["warm_start_candidates"]).abs().max().item()
+            self.assertLessEqual(step, 2 * 0.001 * 1.01)
+
+    def test_no_rollback(self):
+        # The final EULBO is made to read 10 nats below the warm start's: the
+        # phase still returns the state and candidates it ends in.
+        from botorch_ext.optim import epoch_joint_phase as module
+
+        real, calls = module.eulbo, []
+
+        def lower_after_start(*args, **kwargs):
+            calls.append(1)
+            out = real(*args, **kwargs)
+            return out if len(calls) == 1 else out - 10.0
+
+        model = _authors_model()
+        with mock.patch.object(module, "eulbo", lower_after_start):
+            start, cand, value, info = self._step(model, max_epochs=3)
+        self.assertLess(value.item(), info["warm_start_value"])
+        self.assertFalse(info["rolled_back"])
+        self.assertFalse(torch.equal(cand, info["warm_start_candidates"]))
+        self.assertFalse(
+            all(torch.equal(v, start[k]) for k, v in model.state_dict().items())
+        )
+
+    def test_retries_with_smaller_steps_then_warns(self):
+        model = _authors_model()
+        real = EULBOModel.expected_log_utility
+        lrs, nan_left = [], [1]
+
+        def nan_first(self_, X, *args, **kwargs):
+            out = real(self_, X, *args, **kwargs)
+            if X.requires_grad and nan_left[0] > 0:
+                nan_left[0] -= 1
+                return out * math.nan
+            return out
+
+        real_adam = torch.optim.Adam
+
+        def adam(params, lr):
+            lrs.append(lr)
+            return real_adam(params, lr=lr)
+
+        with (
+            mock.patch.object(EULBOModel, "expected_log_utility", nan_first),
+            mock.patch("torch.optim.Adam", side_effect=adam),
+        ):
+            self._step(model, max_epochs=1)
+        info = model.last_optimization
+        self.assertEqual(info["attempts"], 2)
+        self.assertFalse(info["diverged"])
+        # w and x optimizers of attempt 1, then of attempt 2 with steps / 10.
+        self.assertEqual(lrs[-4:], [0.01, 0.001, 0.001, 0.0001])
+        # Every attempt failing: the warm start comes back, with a warning.
+        model = _authors_model(joint=JointOptions(optimizer="adam-epochs", retries=2))
+
+        def always_nan(self_, X, *args, **kwargs):
+            out = real(self_, X, *args, **kwargs)
+            return out * math.nan if X.requires_grad else out
+
+        with mock.patch.object(EULBOModel, "expected_log_utility", always_nan):
+            with self.assertWarnsRegex(OptimizationWarning, "all 3 attempts"):
+                start, cand, _, info = self._step(model, max_epochs=1)
+        self.assertTrue(info["diverged"])
+        self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
+        for k, v in model.state_dict().items():
+            self.assertTrue(torch.equal(v, start[k]), k)
+
+
+class TestNoisyWarmStart(BotorchTestCase):
+    def test_predictive_adds_the_noise_variance(self):
+        for dtype in (torch.float, torch.double):
+            model = _authors_model(dtype)
+            fit_elbo(model, seed=0)
+            X = torch.rand(5, 2, dtype=dtype)
+            latent = model.posterior(X)
+            noisy = ObservationNoisePredictive(model).posterior(X)
+            noise = model.likelihood.noise * model.outcome_transform.stdvs.pow(2)
+            tol = 100 * torch.finfo(dtype).eps
+            self.assertAllClose(noisy.mean, latent.mean, atol=tol, rtol=tol)
+            self.assertAllClose(
+                noisy.variance, latent.variance + noise, atol=tol, rtol=100 * tol
+            )
+            self.assertEqual(ObservationNoisePredictive(model).num_outputs, 1)
+
+    def test_acquisition_by_option(self):
+        seen = []
+
+        def fake(acqf, bounds, q, **kwargs):
+            seen.append(acqf)
+            return bounds[:1].clone(), torch.zeros(())
+
+        for acquisition, cls in (
+            ("qei-noisy", qExpectedImprovement),
+            ("qlogei", qLogExpectedImprovement),
+        ):
+            model = _authors_model(
+                warm_start=WarmStartOptions(num_restarts=2, acquisition=acquisition)
+            )
+            bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)
+            with mock.patch.object(optimize_module, "optimize_acqf", fake):
+                warm_start(model, bounds, 1, 0)
+            self.assertIsInstance(seen[-1], cls)
+            wrapped = isinstance(seen[-1].model, ObservationNoisePredictive)
+            self.assertEqual(wrapped, acquisition == "qei-noisy")
+            # The incumbent is the model's (over all data when given).
+            best = model.outcome_transform.untransform(model.best_f().reshape(1, 1))
+            self.assertAllClose(seen[-1].best_f, best[0].squeeze())
+
+
+class TestStoppingOptionsFailures(BotorchTestCase):
+    def test_failures_is_a_convergence_rule(self):
+        StoppingOptions(convergence="failures").validate()
