@@ -55,6 +55,7 @@ from botorch_ext.acquisition import eulbo_utilities
 from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.models.eulbo_options import (
     ALTERNATIONS,
+    DEPRECATED_ELBO_SCALES,
     ELBO_SCALES,
     JOINT_PARAMETER_BLOCKS,
     EULBOOptions,
@@ -113,9 +114,11 @@ class EULBOModel(SingleTaskVariationalGP):
 
     * ``elbo_scale``: ``"sum"`` (the default, preset ``"paper"``) uses the ELBO
       summed over the data as in eq. (8), so one utility term weighs as much as
-      one data point; ``"mean"`` (preset ``"authors"``) uses the per-datum ELBO
-      that GPyTorch's ``VariationalELBO`` returns (the authors' code), so the
-      utility weighs ``n`` times more (``ELBO_SCALES``). Reason for the
+      one data point; ``"mean"`` (name ``"per-datum"``) uses the per-datum ELBO
+      that GPyTorch's ``VariationalELBO`` returns, so the utility weighs ``n``
+      times more (``ELBO_SCALES``). The authors' released code uses it on a
+      window of the last 100 points inside a different loop; that loop is
+      ``EULBOOptions.authors()`` with the model choices it lists. Reason for the
       default: it is the paper's objective. ``utility_weight`` multiplies the
       utility term in either case.
     * ``alternation`` (Adam joint phase only): ``"step"`` alternates one w-step
@@ -186,8 +189,8 @@ class EULBOModel(SingleTaskVariationalGP):
             inducing_point_allocator: Overrides the default allocator (used
                 when the inducing points are allocated, not carried).
             elbo_scale: ``"sum"`` (eq. 8; preset name ``"paper"``) or
-                ``"mean"`` (per datum, as GPyTorch's ``VariationalELBO`` and the
-                authors' code; preset name ``"authors"``), see ``ELBO_SCALES``.
+                ``"mean"`` (per datum, as GPyTorch's ``VariationalELBO``; name
+                ``"per-datum"``), see ``ELBO_SCALES``.
             utility_weight: Weight of the expected log utility in the EULBO.
             alternation: ``"step"`` (Algorithm 1) or ``"epoch"``.
             options: Optimizer settings, see ``EULBOOptions``.
@@ -710,7 +713,16 @@ class EULBOModel(SingleTaskVariationalGP):
 
 
 def _resolve_elbo_scale(elbo_scale: str) -> str:
-    r"""``"sum"`` or ``"mean"``, resolving the presets of ``ELBO_SCALES``."""
+    r"""``"sum"`` or ``"mean"``, resolving the names of ``ELBO_SCALES``."""
+    if elbo_scale in DEPRECATED_ELBO_SCALES:
+        warnings.warn(
+            f"elbo_scale={elbo_scale!r} is deprecated: it is the per-datum ELBO "
+            "only, not the authors' loop; use elbo_scale='mean' (or 'per-datum'), "
+            "or EULBOOptions.authors() for their loop.",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return DEPRECATED_ELBO_SCALES[elbo_scale]
     elbo_scale = ELBO_SCALES.get(elbo_scale, elbo_scale)
     if elbo_scale not in ("sum", "mean"):
         raise ValueError(

@@ -43,11 +43,15 @@ from botorch_ext.acquisition.eulbo_utilities import DEFAULT_NUM_QUADRATURE_POINT
 from botorch_ext.validation import check_positive, check_positive_int
 
 #: Named scalings of the ELBO term of the EULBO: the paper's eq. (8) sums the
-#: ELBO over the data (``"sum"``, preset ``"paper"``, the default: it is the
-#: paper's objective); the authors' code uses GPyTorch's per-datum ELBO
-#: (``"mean"``, preset ``"authors"``), which weighs the utility term ``n`` times
-#: more.
-ELBO_SCALES = {"paper": "sum", "authors": "mean"}
+#: ELBO over the data (``"sum"``, name ``"paper"``, the default: it is the
+#: paper's objective); ``"mean"`` (name ``"per-datum"``) is GPyTorch's per-datum
+#: ELBO, which weighs the utility term ``n`` times more. The authors' released
+#: code uses the per-datum ELBO of a window of 100 points inside a different loop;
+#: that loop is ``EULBOOptions.authors()`` (the runner's ``eulbo-ei-authors``), not
+#: this scaling alone.
+ELBO_SCALES = {"paper": "sum", "per-datum": "mean"}
+#: Former names of ``ELBO_SCALES`` (accepted with a ``DeprecationWarning``).
+DEPRECATED_ELBO_SCALES = {"authors": "mean"}
 #: Stopping rules of ``StoppingOptions.convergence``.
 CONVERGENCE_RULES = ("steps", "epochs", "failures")
 #: Optimizers of the ELBO fit (``ELBOFitOptions.optimizer``).

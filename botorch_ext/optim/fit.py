@@ -35,6 +35,8 @@ import torch
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import Tensor
 
+from botorch_ext.optim.utils import preserved_global_rng
+
 if TYPE_CHECKING:
     from botorch_ext.models.eulbo import EULBOModel
 
@@ -251,7 +253,11 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     the parameters of its best check (``BestState``), so never below its start
     on the check set. ``model.last_fit`` records the number of
     steps, the final per-datum ELBO and whether the stopping rule (not the
-    budget) ended the fit. The model is left in eval mode.
+    budget) ended the fit. The model is left in eval mode. With
+    ``options.elbo.epochs`` it runs exactly that many Adam epochs, and with
+    ``options.stopping.convergence="failures"`` it stops by that rule
+    (``FailureCount``; the authors' code, ``EULBOOptions.authors``). The global
+    random stream is left as it was (``preserved_global_rng``).
 
     Example:
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
@@ -270,6 +276,11 @@ def fit_elbo(model: EULBOModel, seed: int = 0) -> float:
     Raises:
         RuntimeError: If the ELBO becomes non-finite.
     """
+    with preserved_global_rng(model.train_X_full):
+        return _fit_elbo(model, seed)
+
+
+def _fit_elbo(model: EULBOModel, seed: int) -> float:
     options = model.options
     if uses_lbfgs(model):
         return fit_elbo_collapsed(

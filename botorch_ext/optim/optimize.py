@@ -41,7 +41,10 @@ from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale
 from botorch_ext.optim.epoch_joint_phase import epoch_joint_phase
 from botorch_ext.optim.fit import fit_elbo
 from botorch_ext.optim.joint_phase import adam_joint_phase, lbfgs_joint_phase
-from botorch_ext.optim.utils import ignore_optimize_acqf_retry_warnings
+from botorch_ext.optim.utils import (
+    ignore_optimize_acqf_retry_warnings,
+    preserved_global_rng,
+)
 from botorch_ext.validation import check_bounds, check_positive_int
 
 if TYPE_CHECKING:
@@ -90,7 +93,8 @@ def optimize_eulbo(
        seen at the end of a round.
 
     A non-finite EULBO restores a finite state, returns the warm-start
-    candidates and warns. ``model.last_optimization`` records the trace.
+    candidates and warns. ``model.last_optimization`` records the trace. The
+    global random stream is left as it was (``preserved_global_rng``).
 
     Example:
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
@@ -112,6 +116,13 @@ def optimize_eulbo(
         ``"epochs"``, else on the check set, which is all data when ``n <=
         options.stopping.check_size``).
     """
+    with preserved_global_rng(model.train_X_full):
+        return _optimize_eulbo(model, bounds, q, utility, seed, refit)
+
+
+def _optimize_eulbo(
+    model: EULBOModel, bounds: Tensor, q: int, utility: str, seed: int, refit: bool
+) -> tuple[Tensor, Tensor]:
     options = model.options
     check_bounds("bounds", bounds, model.train_X_full.shape[-1])
     check_positive_int("q", q)
@@ -201,7 +212,8 @@ def warm_start(
         base_samples: ``S x q`` standard normal draws, required for ``"kg"``.
 
     Returns:
-        A ``q x d`` tensor (``(q + S) x d`` for ``"kg"``).
+        A ``q x d`` tensor (``(q + S) x d`` for ``"kg"``). The global random
+        stream is left as it was.
     """
     acqf: qLogSoftKGModelScale | qLogExpectedImprovement | qExpectedImprovement
     if utility == "kg":
@@ -217,7 +229,7 @@ def warm_start(
         else:
             acqf = qLogExpectedImprovement(model, best_f=best_f[0].squeeze())
         n_points = q
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), preserved_global_rng(bounds):
         warnings.simplefilter("ignore", OptimizationWarning)
         # qExpectedImprovement ("qei-noisy") is chosen on purpose (the authors').
         warnings.simplefilter("ignore", NumericsWarning)

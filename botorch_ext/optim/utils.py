@@ -1,8 +1,13 @@
-r"""Helpers around BoTorch's ``optimize_acqf``."""
+r"""Helpers around BoTorch's ``optimize_acqf``, and the global random stream's guard."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
 
 #: The start of the two ``RuntimeWarning`` messages of ``optimize_acqf`` about
 #: restarts whose L-BFGS-B run ended with an ``OptimizationWarning`` (e.g. an
@@ -32,3 +37,22 @@ def ignore_optimize_acqf_retry_warnings() -> None:
     warnings.filterwarnings(
         "ignore", message=OPTIMIZE_ACQF_RETRY_MESSAGE, category=RuntimeWarning
     )
+
+
+@contextlib.contextmanager
+def preserved_global_rng(like: Tensor) -> Iterator[None]:
+    r"""Restore torch's global random state (and ``like``'s CUDA device's) on exit.
+
+    The fits and the joint step draw from their own ``torch.Generator``; what
+    still draws from the global stream inside them (``optimize_acqf``'s initial
+    conditions, seeded by the caller's ``seed``; GPyTorch's initialization of a
+    fresh ``q(u)``) does so on a fork of it, so a call leaves the user's stream
+    where it was.
+
+    Example:
+        >>> with preserved_global_rng(train_X):
+        ...     torch.manual_seed(0)  # only inside
+    """
+    devices = [like.device] if like.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        yield

@@ -258,3 +258,29 @@ class TestNoisyWarmStart(BotorchTestCase):
 class TestStoppingOptionsFailures(BotorchTestCase):
     def test_failures_is_a_convergence_rule(self):
         StoppingOptions(convergence="failures").validate()
+
+
+class TestGlobalRandomStream(BotorchTestCase):
+    def test_fits_and_the_joint_step_leave_it_alone(self):
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)
+        cases = (
+            ("authors", lambda m: fit_elbo(m, seed=3)),
+            ("authors", lambda m: warm_start(m, bounds, 1, 3)),
+            ("authors", lambda m: optimize_eulbo(m, bounds, q=1, seed=3)),
+            ("default", lambda m: fit_elbo(m, seed=3)),
+            ("default", lambda m: optimize_eulbo(m, bounds, q=2, seed=3)),
+        )
+        for kind, call in cases:
+            if kind == "authors":
+                model = _authors_model(
+                    stopping=StoppingOptions(convergence="failures", max_epochs=2)
+                )
+                # A fresh q(u): GPyTorch draws its initial noise at the first fit.
+                model.model.variational_strategy.variational_params_initialized.fill_(0)
+            else:
+                X, Y = make_data()
+                model = EULBOModel(X, Y, num_inducing_points=8)
+            torch.manual_seed(123)
+            before = torch.get_rng_state()
+            call(model)
+            self.assertTrue(torch.equal(torch.get_rng_state(), before), kind)

@@ -528,19 +528,26 @@ class TestDefaultJointPhase(BotorchTestCase):
         carried = model.carry_over(X, Y)
         self._check_step(carried, bounds, 1, "ei", seed=1)
 
-    def test_paper_and_authors_scalings(self):
-        # Both presets run the same joint phase; the per-datum scale weights
-        # the utility n times more, so w moves further for the same data.
+    def test_paper_and_per_datum_scalings(self):
+        # Both names run the same joint phase; the per-datum scale weights the
+        # utility n times more, so w moves further for the same data.
         from botorch_ext.models import ELBO_SCALES
 
-        self.assertEqual(ELBO_SCALES, {"paper": "sum", "authors": "mean"})
+        self.assertEqual(ELBO_SCALES, {"paper": "sum", "per-datum": "mean"})
         bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)
         moved = {}
-        for preset, scale in ELBO_SCALES.items():
+        for name, scale in ELBO_SCALES.items():
             X, Y = _data()
             opts = EULBOOptions.from_flat(num_restarts=2, raw_samples=32)
-            model = EULBOModel(X, Y, 10, options=opts, elbo_scale=preset)
+            model = EULBOModel(X, Y, 10, options=opts, elbo_scale=name)
             self.assertEqual(model.elbo_scale, scale)
             self._check_step(model, bounds, 1, "ei", seed=0)
-            moved[preset] = model.last_optimization["utility_gradient_share"]
-        self.assertGreaterEqual(moved["authors"], moved["paper"])
+            moved[name] = model.last_optimization["utility_gradient_share"]
+        self.assertGreaterEqual(moved["per-datum"], moved["paper"])
+
+    def test_the_former_authors_name_is_deprecated(self):
+        # "authors" named the per-datum scale alone, not the authors' loop.
+        X, Y = _data()
+        with self.assertWarnsRegex(DeprecationWarning, "not the authors' loop"):
+            model = EULBOModel(X, Y, 10, elbo_scale="authors")
+        self.assertEqual(model.elbo_scale, "mean")
