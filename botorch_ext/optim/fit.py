@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import torch
+from botorch.optim.core import OptimizationStatus, scipy_minimize
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import Tensor
 
@@ -516,6 +517,73 @@ def collapsed_elbo(model: EULBOModel, rows: Tensor | None = None) -> Tensor:
     return (total + log_prior) / n
 
 
+def _exact_hyperparameter_search(
+    model: EULBOModel, params: list[Tensor], max_iter: int
+) -> tuple[int, bool]:
+    r"""L-BFGS-B (SciPy, as ``fit_gpytorch_mll``) on the exact bound.
+
+    Returns its iterations and whether SciPy reported success (a trial point
+    where the bound is not finite ends the search early, at the last finite one).
+
+    Reason: with ``Z = X`` the search is the exact GP's hyperparameter fit, which
+    BoTorch's SciPy driver does in few iterations and without the first-use cost
+    of ``torch.optim``.
+    """
+
+    def closure() -> tuple[Tensor, list[Tensor | None]]:
+        for p in params:
+            p.grad = None
+        loss = -collapsed_elbo(model)
+        loss.backward()
+        return loss.detach(), [p.grad for p in params]
+
+    tensors = {f"w{i}": p for i, p in enumerate(params)}
+    result = scipy_minimize(closure, tensors, options={"maxiter": max_iter})
+    return result.step, result.status == OptimizationStatus.SUCCESS
+
+
+def _lbfgs_search(
+    model: EULBOModel, params: list[Tensor], max_iter: int, rows: Tensor | None
+) -> int:
+    r"""PyTorch's L-BFGS (strong Wolfe) on the collapsed bound; its iterations."""
+    opt = torch.optim.LBFGS(
+        params,
+        lr=1.0,
+        max_iter=max_iter,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+        tolerance_grad=1e-6,
+        tolerance_change=1e-9,
+    )
+
+    def closure() -> Tensor:
+        opt.zero_grad()
+        loss = -collapsed_elbo(model, rows)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return int(opt.state[params[0]].get("n_iter", 0))
+
+
+def holds_every_input(model: EULBOModel, rows: Tensor | None = None) -> bool:
+    r"""Whether the collapsed fit can place one inducing point on each input.
+
+    True when the fit uses all the data (``rows`` is None) and the model has as
+    many inducing points as training points (``n <= m``: ``EULBOModel`` then
+    has ``m = n``). With ``Z = X``, ``Q = K_XX``, so the collapsed bound is the
+    exact GP's log marginal likelihood, and no other ``Z`` gives more
+    (the bound is a lower bound of it): ``fit_elbo_collapsed`` then fixes ``Z``
+    at ``X`` and searches the hyperparameters only, which is the exact GP's fit.
+
+    Example:
+        >>> holds_every_input(EULBOModel(X[:20], Y[:20], num_inducing_points=100))
+        True
+    """
+    Z = model.model.variational_strategy.inducing_points
+    return rows is None and Z.shape[-2] == model.train_X_full.shape[-2]
+
+
 def fit_elbo_collapsed(
     model: EULBOModel, max_iter: int = 500, rows: Tensor | None = None
 ) -> float:
@@ -530,7 +598,10 @@ def fit_elbo_collapsed(
     ``O(m^2)`` parameters in the search. Each iteration costs ``O(n m^2)``.
     With ``rows`` the search maximizes the bound of those points only (an
     iteration then costs ``O(|rows| m^2)``); ``q(u)`` is still set to the
-    optimum of all the data.
+    optimum of all the data. Where the model has an inducing point per input
+    (``holds_every_input``: ``n <= m``) the inducing points are set to the
+    inputs and only the hyperparameters are searched: the bound is then the
+    exact GP's log marginal likelihood, and this is the exact GP's fit.
 
     Example:
         >>> elbo_per_datum = fit_elbo_collapsed(model)
@@ -555,28 +626,24 @@ def fit_elbo_collapsed(
             f"{rows.tolist() if rows.numel() <= 10 else rows}"
         )
     model.train()
-    variational = {id(p) for p in model.parameter_blocks()["variational"]}
-    params = [p for p in _w_parameters(model) if id(p) not in variational]
-    opt = torch.optim.LBFGS(
-        params,
-        lr=1.0,
-        max_iter=max_iter,
-        history_size=20,
-        line_search_fn="strong_wolfe",
-        tolerance_grad=1e-6,
-        tolerance_change=1e-9,
-    )
-
-    def closure() -> Tensor:
-        opt.zero_grad()
-        loss = -collapsed_elbo(model, rows)
-        loss.backward()
-        return loss
-
+    blocks = model.parameter_blocks()
+    skip = {id(p) for p in blocks["variational"]}
+    exact = holds_every_input(model, rows)
+    if exact:
+        # Z = X makes the bound the exact marginal likelihood, its maximum over
+        # Z: only the hyperparameters are searched.
+        Z = model.model.variational_strategy.inducing_points
+        with torch.no_grad():
+            Z.copy_(model.train_X_full)
+        skip |= {id(p) for p in blocks["inducing_points"]}
+    params = [p for p in _w_parameters(model) if id(p) not in skip]
     start = [p.detach().clone() for p in params]
-    value, failed = math.nan, None
+    value, failed, steps, success = math.nan, None, 0, True
     try:
-        opt.step(closure)
+        if exact:
+            steps, success = _exact_hyperparameter_search(model, params, max_iter)
+        else:
+            steps = _lbfgs_search(model, params, max_iter, rows)
         model.set_optimal_variational_distribution()
         with torch.no_grad():
             value = collapsed_elbo(model).item()
@@ -584,7 +651,6 @@ def fit_elbo_collapsed(
     # overflowing lengthscale or outputscale of a kernel without priors).
     except (NotPSDError, NanError) as e:
         failed = str(e)
-    steps = opt.state[params[0]].get("n_iter", 0)
     if not math.isfinite(value):
         # Keep the state the fit started from rather than a broken one.
         with torch.no_grad():
@@ -605,7 +671,7 @@ def fit_elbo_collapsed(
         )
         steps, failed = 0, failed or "non-finite"
     model.eval()
-    converged = failed is None and steps < max_iter
+    converged = failed is None and success and steps < max_iter
     model.last_fit = {
         "steps": steps,
         "elbo": value,
