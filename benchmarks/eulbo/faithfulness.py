@@ -81,7 +81,12 @@ def step_row(step: int, n: int, model: torch.nn.Module) -> dict:
 
 
 def run_seed(seed: int, steps: int, path: Path) -> None:
-    r"""``steps`` steps of ``eulbo-ei-authors`` from the authors' design of ``seed``."""
+    r"""``steps`` steps of ``eulbo-ei-authors`` from the authors' design of ``seed``.
+
+    Rows are appended as the steps end. A file with fewer rows than ``steps`` is
+    redone from the start (the run is deterministic, and the preset's state is
+    not saved), and one with enough is left as it is.
+    """
     done = 0
     if path.exists():
         done = sum(1 for _ in csv.DictReader(path.open()))
@@ -94,21 +99,20 @@ def run_seed(seed: int, steps: int, path: Path) -> None:
     bounds = torch.stack([torch.zeros(6), torch.ones(6)]).double()
     run = get_method("eulbo-ei-authors").new_run()
     options = MethodOptions(num_inducing_points=100)
-    rows = []
-    for step in range(1, steps + 1):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            x = run(X, Y, bounds, 1, seed, options)
-        model = run.previous
-        model.last_optimization["candidates"] = torch.cat(
-            [x, model.last_optimization["warm_start_candidates"][1:]]
-        )
-        rows.append(step_row(step, X.shape[0], model))
-        X, Y = torch.cat([X, x]), torch.cat([Y, f(x).unsqueeze(-1)])
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, COLUMNS)
         writer.writeheader()
-        writer.writerows(rows)
+        for step in range(1, steps + 1):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                x = run(X, Y, bounds, 1, seed, options)
+            model = run.previous
+            model.last_optimization["candidates"] = torch.cat(
+                [x, model.last_optimization["warm_start_candidates"][1:]]
+            )
+            writer.writerow(step_row(step, X.shape[0], model))
+            fh.flush()
+            X, Y = torch.cat([X, x]), torch.cat([Y, f(x).unsqueeze(-1)])
 
 
 def summarize(paths: list[Path], at: list[int]) -> dict:
