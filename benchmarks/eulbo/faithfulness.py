@@ -40,6 +40,9 @@ from botorch_ext.runner.loop import initial_design
 from botorch_ext.runner.methods import get_method
 from botorch_ext.runner.options import MethodOptions
 
+#: The authors' release the fixtures come from (as in ``aabo_reference.py``).
+PINNED_COMMIT = "b1072730abe35b14ce024b98012073382bb5ac63"
+
 #: The statistics compared, as (name, column or function of a joint.csv row).
 STATISTICS = {
     "elogu_gain": lambda r: float(r["elogu_after"]) - float(r["elogu_before"]),
@@ -115,20 +118,35 @@ def run_seed(seed: int, steps: int, path: Path) -> None:
             X, Y = torch.cat([X, x]), torch.cat([Y, f(x).unsqueeze(-1)])
 
 
+def per_seed(paths: list[Path], at: list[int]) -> dict:
+    r"""``{step: {statistic: [one value per seed]}}`` from the seeds' joint.csv files.
+
+    Seeds whose file is shorter than a step are left out of that step.
+    """
+    tables = [list(csv.DictReader(p.open())) for p in paths]
+    return {
+        step: {
+            name: [fn(t[step - 1]) for t in tables if len(t) >= step]
+            for name, fn in STATISTICS.items()
+        }
+        for step in at
+    }
+
+
+def mean_se(values: list[float]) -> tuple[float, float, int]:
+    r"""Mean, standard error (NaN for one value) and count."""
+    se = math.nan
+    if len(values) > 1:
+        se = statistics.stdev(values) / math.sqrt(len(values))
+    return statistics.fmean(values), se, len(values)
+
+
 def summarize(paths: list[Path], at: list[int]) -> dict:
     r"""``{step: {statistic: (mean, se, n)}}`` over the seeds' joint.csv files."""
-    out: dict = {}
-    tables = [list(csv.DictReader(p.open())) for p in paths]
-    for step in at:
-        rows = [t[step - 1] for t in tables if len(t) >= step]
-        out[step] = {}
-        for name, fn in STATISTICS.items():
-            values = [fn(r) for r in rows]
-            se = math.nan
-            if len(values) > 1:
-                se = statistics.stdev(values) / math.sqrt(len(values))
-            out[step][name] = (statistics.fmean(values), se, len(values))
-    return out
+    return {
+        step: {name: mean_se(values) for name, values in stats.items()}
+        for step, stats in per_seed(paths, at).items()
+    }
 
 
 def compare(authors: dict, preset: dict) -> list[dict]:
@@ -173,15 +191,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"seed {seed} done", flush=True)
         return 0
     at = [int(s) for s in args.at.split(",")]
-    authors = summarize(sorted(Path(args.authors).glob("eulbo-*/joint.csv")), at)
-    preset = summarize(sorted(Path(args.preset).glob("joint-*.csv")), at)
-    rows = compare(authors, preset)
+    authors_paths = sorted(Path(args.authors).glob("eulbo-*/joint.csv"))
+    preset_paths = sorted(Path(args.preset).glob("joint-*.csv"))
+    rows = compare(summarize(authors_paths, at), summarize(preset_paths, at))
+    print(" | ".join(rows[0]))
     for row in rows:
         print(" | ".join(str(v) for v in row.values()))
     if args.fixture:
-        Path(args.fixture).write_text(
-            json.dumps({"authors": authors, "preset": preset}, indent=1) + "\n"
-        )
+        fixture = {
+            "source": f"aabo {PINNED_COMMIT}, benchmarks/eulbo/aabo_reference.py",
+            "seeds": [p.parent.name for p in authors_paths],
+            "authors": per_seed(authors_paths, at),
+        }
+        Path(args.fixture).write_text(json.dumps(fixture, indent=1) + "\n")
     return 0
 
 
