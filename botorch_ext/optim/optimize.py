@@ -223,16 +223,17 @@ def warm_start(
     else:
         best_f = model.outcome_transform.untransform(model.best_f().reshape(1, 1))
         if model.options.warm_start.acquisition == "qei-noisy":
-            acqf = qExpectedImprovement(
-                ObservationNoisePredictive(model), best_f=best_f[0].squeeze()
-            )
+            with warnings.catch_warnings():
+                # Chosen on purpose (the authors' acquisition), not by oversight.
+                warnings.simplefilter("ignore", NumericsWarning)
+                acqf = qExpectedImprovement(
+                    ObservationNoisePredictive(model), best_f=best_f[0].squeeze()
+                )
         else:
             acqf = qLogExpectedImprovement(model, best_f=best_f[0].squeeze())
         n_points = q
     with warnings.catch_warnings(), preserved_global_rng(bounds):
         warnings.simplefilter("ignore", OptimizationWarning)
-        # qExpectedImprovement ("qei-noisy") is chosen on purpose (the authors').
-        warnings.simplefilter("ignore", NumericsWarning)
         ignore_optimize_acqf_retry_warnings()
         torch.manual_seed(seed)
         candidates, _ = optimize_acqf(
