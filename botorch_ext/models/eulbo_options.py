@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from botorch_ext.acquisition.eulbo_utilities import DEFAULT_NUM_QUADRATURE_POINTS
 from botorch_ext.validation import check_positive, check_positive_int
 
-#: Named scalings of the ELBO term of the EULBO: the paper's eq. (8) sums the
+#: Named scalings of the ELBO term of the EULBO. The paper's eq. (8) sums the
 #: ELBO over the data (``"sum"``, preset ``"paper"``, the default: it is the
 #: paper's objective); the authors' code uses GPyTorch's per-datum ELBO
 #: (``"mean"``, preset ``"authors"``), which weighs the utility term ``n`` times
