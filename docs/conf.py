@@ -101,8 +101,8 @@ suppress_warnings = ["ref.citation"]
 # nitpicky: every reference must resolve (with -W, a dead link fails the build).
 # The names below are not this package's: offline (BOTORCH_EXT_DOCS_OFFLINE=1, CI)
 # there is no inventory to resolve them against, and several are written without
-# their module in upstream signatures and docstrings. Names of botorch_ext are never
-# ignored here; fix the reference instead.
+# their module in upstream signatures and docstrings. Of botorch_ext's names only
+# one private marker is ignored (below); fix any other broken reference instead.
 nitpicky = True
 nitpick_ignore_regex = [
     # torch, BoTorch, GPyTorch, linear_operator, Ax and NumPy, fully qualified.
