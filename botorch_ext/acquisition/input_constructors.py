@@ -68,6 +68,7 @@ from botorch_ext.acquisition.probability_of_improvement import (
 from botorch_ext.acquisition.soft_kg import DEFAULT_NUM_FANTASIES, qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
 
+#: The type of one dataset in ``MaybeDict``.
 T = TypeVar("T")
 #: One dataset or a dict of them keyed by outcome (BoTorch's ``MaybeDict``, which
 #: it defines without ``TypeAlias``, so type checkers cannot use it).

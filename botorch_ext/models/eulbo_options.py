@@ -42,7 +42,7 @@ from typing import Any, Protocol
 from botorch_ext.acquisition.eulbo_utilities import DEFAULT_NUM_QUADRATURE_POINTS
 from botorch_ext.validation import check_positive, check_positive_int
 
-#: Named scalings of the ELBO term of the EULBO: the paper's eq. (8) sums the
+#: Named scalings of the ELBO term of the EULBO. The paper's eq. (8) sums the
 #: ELBO over the data (``"sum"``, name ``"paper"``, the default: it is the
 #: paper's objective); ``"mean"`` (name ``"per-datum"``) is GPyTorch's per-datum
 #: ELBO, which weighs the utility term ``n`` times more. The authors' released
@@ -65,7 +65,7 @@ ALTERNATIONS = ("step", "epoch")
 #: Blocks of ``w`` that the joint EULBO phase can refine
 #: (``JointOptions.parameters``; Figure 3 of [Maus2024eulbo]_).
 JOINT_PARAMETER_BLOCKS = ("variational", "inducing_points", "hyperparameters")
-#: The training window of the authors' released code (``update_on_n_pts``): the
+#: The training window of the authors' released code (``update_on_n_pts``). The
 #: ELBO is that of the last 100 points (see ``EULBOOptions.authors``).
 AUTHORS_WINDOW = 100
 #: The smallest iteration budget of the L-BFGS-B joint phase at large ``n``.

@@ -50,7 +50,7 @@ from botorch_ext.validation import check_bounds, check_positive_int
 if TYPE_CHECKING:
     from botorch_ext.models.eulbo import EULBOModel
 
-#: Utilities of the EULBO: soft improvement and one-shot soft KG.
+#: Utilities of the EULBO, soft improvement and one-shot soft KG.
 UTILITIES = ("ei", "kg")
 
 

@@ -14,7 +14,7 @@ from botorch_ext.runner.options import MethodOptions
 
 #: The choices of ``MethodOptions.initial_conditions``.
 INITIAL_CONDITIONS = ("botorch", "bock")
-# Scales of the Gaussian sprays around the incumbent, as fractions of the box.
+#: Scales of the Gaussian sprays around the incumbent, as fractions of the box.
 SPRAY_SCALES = (1e-3, 1e-2, 1e-1)
 
 

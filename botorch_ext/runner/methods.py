@@ -265,7 +265,7 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
     ),
 }
 
-#: Method name -> method: the user-facing methods, then any registered with
+#: Method name -> method, the user-facing methods, then any registered with
 #: ``register_method`` or resolved from ``module:attribute``.
 METHODS: dict[str, Method] = {name: m for name, (m, _) in _REGISTRY.items()}
 #: Method name -> one-line summary (``botorch-ext methods``).

@@ -47,6 +47,8 @@ class MethodOptions:
     num_inducing_points: int = 100
 
 
+#: A method, ``(train_X, train_Y, bounds, q, seed, options)`` -> a ``q x d``
+#: tensor of candidates in ``bounds`` (see ``botorch_ext.runner.methods``).
 Method = Callable[[Tensor, Tensor, Tensor, int, int, MethodOptions], Tensor]
 
 

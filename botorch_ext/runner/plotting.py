@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-#: Band choices: mean +/- 1 standard error, mean +/- 1 standard deviation, or the
+#: Band choices, mean +/- 1 standard error, mean +/- 1 standard deviation, or the
 #: median with the 25%-75% quantile band.
 BANDS = {
     "se": "mean +/- 1 s.e. over seeds",

@@ -56,7 +56,7 @@ from botorch_ext.runner.results import holding_interrupts
 #: How long a client waits to reach an existing scheduler.
 CONNECT_TIMEOUT = "20s"
 
-#: How long a stopped grid waits for its tasks to return: a task stops at its
+#: How long a stopped grid waits for its tasks to return. A task stops at its
 #: next proposal or evaluation, so this bounds the wait for one in progress (a
 #: model fit or an expensive objective) before the caller gives up on its row.
 STOP_TIMEOUT_S = 120.0
