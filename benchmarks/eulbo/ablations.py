@@ -87,6 +87,14 @@ elbo_svgp_iso_prior_scaled = SVGPMethod(None, kernel=iso_prior_scaled_kernel)
 turbo_elbo_svgp_iso_prior_scaled = SVGPMethod(
     None, turbo=True, kernel=iso_prior_scaled_kernel
 )
+# The 2 x 2 of the authors' loop (the runner's eulbo-ei-authors / elbo-svgp-authors)
+# against the package's: eulbo-ei and elbo-svgp with EULBOModel's own default
+# kernel (the isotropic RBF with BoTorch's priors), not the runner's ARD kernel.
+eulbo_ei_default_kernel = SVGPMethod("ei")
+elbo_svgp_default_kernel = SVGPMethod(None)
+# The authors' loop in their TuRBO box (failure tolerance 32, a cube): the rover.
+turbo_eulbo_ei_authors = SVGPMethod("ei", turbo=True, preset="authors")
+turbo_elbo_svgp_authors = SVGPMethod(None, turbo=True, preset="authors")
 
 #: The names of the stored results -> the methods.
 ABLATIONS = {

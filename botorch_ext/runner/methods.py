@@ -146,7 +146,8 @@ _flagged(_sobol, model_based=False)
 _QLOGNEI = qLogNoisyExpectedImprovement
 
 #: The user-facing methods: name -> (method, one-line summary). The SVGP methods
-#: pin their kernel (``svgp_ard_kernel``), so a name keeps its model.
+#: pin their kernel (``svgp_ard_kernel``), so a name keeps its model; the
+#: ``*-authors`` ones use the kernel of the authors' loop (``preset="authors"``).
 _REGISTRY: dict[str, tuple[Method, str]] = {
     "random": (_random, "uniform random points (no model)"),
     "sobol": (_sobol, "one scrambled Sobol sequence per run (no model)"),
@@ -198,14 +199,6 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
     "elbo-svgp": (
         SVGPMethod(None, kernel=svgp_ard_kernel),
         "SVGP fitted by its ELBO, then qLogEI (EULBO's baseline)",
-    ),
-    "eulbo-ei-iso": (
-        SVGPMethod("ei"),
-        "eulbo-ei with EULBOModel's default isotropic kernel (with priors)",
-    ),
-    "elbo-svgp-iso": (
-        SVGPMethod(None),
-        "elbo-svgp with EULBOModel's default isotropic kernel (with priors)",
     ),
     "eulbo-ei-authors": (
         SVGPMethod("ei", preset="authors"),

@@ -30,6 +30,9 @@ from botorch_ext.runner.options import Method, iteration_seed
 from botorch_ext.runner.transforms import StandardizeOnce
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
 
+#: The TuRBO failure tolerance of the authors' released code (``utils/turbo.py``).
+AUTHORS_TURBO_FAILURE_TOLERANCE = 32
+
 
 class SVGPMethod:
     r"""The SVGP methods of [Maus2024eulbo]_: EULBO or ELBO fitting.
@@ -79,7 +82,9 @@ class SVGPMethod:
             ``qExpectedImprovement`` with observation noise as the warm start
             and as the ELBO baseline's proposal, ``ScaleKernel(RBFKernel())``
             and ``GaussianLikelihood()`` without priors, and outcomes
-            standardized once by the initial design (``StandardizeOnce``).
+            standardized once by the initial design (``StandardizeOnce``), and,
+            with ``turbo``, their trust region: a failure tolerance of 32
+            batches and a plain cube (no lengthscale weighting).
             ``eulbo_options``, ``model_kwargs`` and ``kernel`` must then be
             left out, and the runner's ``num_restarts`` and ``raw_samples``
             give way to the preset's 10 and 256. None (the default): the
@@ -209,6 +214,8 @@ class _AuthorsSVGPRun(_SVGPRun):
 
     def __init__(self, utility: str | None, turbo: bool) -> None:
         super().__init__(utility, turbo)
+        # Their TuRBO: a failure tolerance of 32 batches, a plain cube.
+        self.failure_tolerance = AUTHORS_TURBO_FAILURE_TOLERANCE
         arm = "elbo" if utility is None else "eulbo"
         self.options = EULBOOptions.authors(arm=arm)
         self.outcome_transform = StandardizeOnce(m=1)
@@ -246,8 +253,7 @@ class _AuthorsSVGPRun(_SVGPRun):
             ].squeeze()
         region = bounds
         if self.turbo:
-            lengthscale = kernel_lengthscale(model.model.covar_module)
-            region = self._trust_region(train_X, train_Y, bounds, q, lengthscale)
+            region = self._trust_region(train_X, train_Y, bounds, q, None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()

@@ -52,7 +52,8 @@ class TrustRegion:
 
     The base class of the runs of ``TurboMethod`` and of the ``turbo-*`` SVGP
     methods, which share its trust-region rules: the first call starts a
-    ``TurboState``, later calls update it with the rows added since, and a
+    ``TurboState`` (with ``failure_tolerance``, or TurboState's default), later
+    calls update it with the rows added since, and a
     collapsed region restarts at its initial length, keeping the best value.
 
     Example:
@@ -63,19 +64,26 @@ class TrustRegion:
         ...         return maximize_qlogei(model, train_Y, region, q, options)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, failure_tolerance: int | None = None) -> None:
         self.state: TurboState | None = None
         self.n_seen = 0
+        # None: TurboState's default, ceil(max(4 / q, d / q)).
+        self.failure_tolerance = failure_tolerance
+
+    def _new_state(self, dim: int, q: int) -> TurboState:
+        return TurboState(
+            dim=dim, batch_size=q, failure_tolerance=self.failure_tolerance
+        )
 
     def _trust_region(self, train_X, train_Y, bounds, q, lengthscale) -> Tensor:
         if self.state is None:
-            self.state = TurboState(dim=train_X.shape[-1], batch_size=q)
+            self.state = self._new_state(train_X.shape[-1], q)
             self.state.update(train_Y)
         elif train_Y.shape[0] > self.n_seen:
             self.state.update(train_Y[self.n_seen :])
         if self.state.restart_triggered:
             best = self.state.best_value
-            self.state = TurboState(dim=train_X.shape[-1], batch_size=q)
+            self.state = self._new_state(train_X.shape[-1], q)
             self.state.best_value = best
         x_best = train_X[train_Y.squeeze(-1).argmax()]
         # The box lives in the unit cube; map it into the problem's bounds.

@@ -221,7 +221,8 @@ class TestMethods(BotorchTestCase):
 
         self.assertEqual(
             SVGP_METHODS,
-            {"eulbo-ei", "eulbo-kg", "elbo-svgp", "turbo-eulbo-ei", "turbo-elbo-svgp"},
+            {"eulbo-ei", "eulbo-kg", "elbo-svgp", "turbo-eulbo-ei", "turbo-elbo-svgp"}
+            | {"eulbo-ei-authors", "elbo-svgp-authors"},
         )
         method = get_method("turbo-eulbo-ei")
         self.assertIsInstance(method, SVGPMethod)
@@ -395,3 +396,26 @@ class TestAuthorsPreset(BotorchTestCase):
             SVGPMethod("ei", preset="paper")
         with self.assertRaisesRegex(ValueError, "leave out"):
             SVGPMethod("ei", preset="authors", model_kwargs={"utility_weight": 2.0})
+
+
+class TestAuthorsTurbo(BotorchTestCase):
+    def test_failure_tolerance_32_and_a_cube(self):
+        from botorch_ext.runner.svgp import AUTHORS_TURBO_FAILURE_TOLERANCE
+
+        self.assertEqual(AUTHORS_TURBO_FAILURE_TOLERANCE, 32)
+        gen = torch.Generator().manual_seed(0)
+        X = torch.rand(20, 3, generator=gen, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(3), torch.ones(3)]).double()
+        options = MethodOptions(num_inducing_points=20)
+        run = get_method("benchmarks.eulbo.ablations:turbo_elbo_svgp_authors").new_run()
+        run(X, Y, bounds, 2, 0, options)
+        self.assertEqual(run.state.failure_tolerance, 32)
+        # A cube of side 0.8 about the incumbent (clipped to the box).
+        center = X[Y.argmax()]
+        lower = (center - 0.4).clamp(0, 1)
+        upper = (center + 0.4).clamp(0, 1)
+        self.assertAllClose(run.last_region, torch.stack([lower, upper]))
+        # The package's own turbo methods keep TuRBO's default tolerance.
+        default = get_method("turbo").new_run()
+        self.assertIsNone(default.failure_tolerance)
