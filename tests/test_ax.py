@@ -684,6 +684,48 @@ class TestStorage(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "JointOptions.*'lr_z'"):
             object_from_json({"__type": "JointOptions", "lr_z": 0.1})
 
+    def test_the_authors_preset_round_trips_and_runs_in_ax(self):
+        # EULBOOptions.authors() (every group and the settings it adds) survives
+        # Ax's JSON storage, and an Ax surrogate with it runs the authors' joint
+        # phase ("adam-epochs", per-datum ELBO) in EULBOAcquisition.
+        from ax.generators.torch_base import TorchOptConfig
+        from ax.storage.json_store.decoder import object_from_json
+        from ax.storage.json_store.encoder import object_to_json
+        from botorch.acquisition import qLogExpectedImprovement
+
+        from botorch_ext.ax import EULBOAcquisition
+
+        botorch_ext.ax.register()
+        for arm in ("eulbo", "elbo"):
+            options = EULBOOptions.authors(arm)
+            encoded = json.loads(json.dumps(object_to_json(options)))
+            self.assertEqual(object_from_json(encoded), options)
+        surrogate = _surrogate(
+            model_options={
+                "num_inducing_points": 6,
+                "options": EULBOOptions.authors(),
+                "elbo_scale": "mean",
+            }
+        )
+        X, Y = _branin_like(10)
+        surrogate.fit([_dataset(X, Y)], _digest())
+        config = TorchOptConfig(
+            objective_weights=torch.tensor([[1.0]], dtype=torch.double)
+        )
+        acquisition = EULBOAcquisition(
+            surrogate=surrogate,
+            search_space_digest=_digest(),
+            torch_opt_config=config,
+            botorch_acqf_class=qLogExpectedImprovement,
+            options={"utility": "ei"},
+        )
+        X_next, _, _ = acquisition.optimize(n=1, search_space_digest=_digest())
+        self.assertTrue(((X_next >= 0) & (X_next <= 1)).all())
+        model = acquisition.eulbo_model
+        self.assertEqual(model.options, EULBOOptions.authors())
+        self.assertEqual(model.last_optimization["optimizer"], "adam-epochs")
+        self.assertEqual(model.last_fit["steps"], 10)  # 10 epochs of 1 minibatch
+
 
 class TestEULBOAcquisition(BotorchTestCase):
     def _acquisition(self, weight=1.0, options=None, **opt_config):
