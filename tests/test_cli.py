@@ -100,6 +100,12 @@ class TestCLI(BotorchTestCase):
                 rows = list(csv.DictReader(f))
             self.assertEqual({r["problem"] for r in rows}, {"botorch:StyblinskiTang"})
             self.assertEqual({r["dim"] for r in rows}, {"3"})
+            # Three coordinates per row (its default dimension is 2).
+            x_columns = [c for c in rows[0] if c.startswith("x")]
+            self.assertEqual(x_columns, ["x0", "x1", "x2"])
+            for row in rows:
+                point = [float(row[c]) for c in x_columns]
+                self.assertTrue(all(0 <= u <= 1 for u in point), point)
             # Regret against BoTorch's optimum, -39.166166 per dimension.
             last = rows[-1]
             self.assertAlmostEqual(
@@ -420,6 +426,28 @@ class TestCLI(BotorchTestCase):
             config = json.loads((Path(tmp) / "config.json").read_text())
             self.assertEqual(config["status"], "finished")
             self.assertEqual(len(config["resumed"]), 1)
+
+    def test_resume_refuses_another_thread_count(self):
+        # Results depend on the thread count: a run continued with another one
+        # would not be the run it continues.
+        with tempfile.TemporaryDirectory() as tmp:
+            for command in (
+                ["run", "--method", "random"],
+                ["compare", "--methods", "random", "--seeds", "0"],
+            ):
+                argv = [*command, "--problem", "branin", "--budget", "4",
+                        "--n-init", "3", "--output", tmp]  # fmt: skip
+                code, _, err = _main([*argv, "--threads", "1", "--overwrite"])
+                self.assertEqual(code, 0, err)
+                before = (Path(tmp) / "results.csv").read_bytes()
+                code, _, err = _main([*argv, "--threads", "2", "--resume"])
+                self.assertEqual(code, 2, err)
+                self.assertIn("the settings differ from the stored config.json "
+                              "(threads: 1 -> 2)", err)  # fmt: skip
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertEqual((Path(tmp) / "results.csv").read_bytes(), before)
+                code, _, err = _main([*argv, "--threads", "1", "--resume"])
+                self.assertEqual(code, 0, err)
 
     def test_stateful_runs_save_their_method_state_for_resume(self):
         fast = ["--budget", "6", "--n-init", "4", "--num-restarts", "2",
