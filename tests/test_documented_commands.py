@@ -8,7 +8,8 @@ reported with its file and line.
 
 Collection:
 
-* a line ending in ``\`` continues on the next; ``# comments`` are dropped;
+* a line ending in ``\`` continues on the next; ``# comments`` are dropped; in a
+  ``console`` block only the lines after a ``$`` prompt are commands;
 * ``VAR=value`` and ``export VAR=value`` lines are the environment of the block's
   later commands (they are not commands themselves);
 * in a ``&&`` chain, the ``pip install`` parts are left out and the rest runs; a
@@ -179,7 +180,9 @@ def collect(path: Path, root: Path = ROOT) -> list[Command]:
             name = re.match(r"^#\s*([\w.]+\.py)\s*$", body[0]) if body else None
             if name:
                 files[name.group(1)] = "\n".join(body) + "\n"
-        elif _BLOCK_START.match(stripped):
+        elif block := _BLOCK_START.match(stripped):
+            # In a console block, only the lines after a "$ " prompt are commands.
+            console = block.group(1) == "console"
             prelude: list[str] = []
             i += 1
             pending, start = "", 0
@@ -195,6 +198,8 @@ def collect(path: Path, root: Path = ROOT) -> list[Command]:
                 pending = ""
                 if text.startswith("$ "):
                     text = text[2:]
+                elif console:
+                    text = ""  # output
                 if text and _is_assignment(text):
                     prelude.append(text)
                 elif text:
@@ -394,9 +399,11 @@ class TestDocumentedCommands(unittest.TestCase):
                 "botorch-ext compare ... --resume\n"
                 "python -m pip install -e '.[test]' && python -m pytest -q tests\n"
                 "```\n"
+                "```console\n$ botorch-ext problems\nproblem dim optimum\n```\n"
             )
             commands = collect(doc, root=Path(tmp))
-        self.assertEqual([c.line for c in commands], [6, 8, 10, 11, 12])
+        self.assertEqual([c.line for c in commands], [6, 8, 10, 11, 12, 15])
+        self.assertEqual(commands[-1].text, "botorch-ext problems")
         self.assertEqual(commands[1].prelude, ["export A=1"])
         self.assertEqual(commands[1].files, {"mod.py": "# mod.py\nX = 1\n"})
         plans = [plan(c) for c in commands]
