@@ -7,7 +7,8 @@ Subcommands: ``problems`` and ``methods`` (list them), ``run`` (one BO loop),
 table and a plot), ``demo`` (a small comparison for a first look), and ``plot``
 and ``summary``
 (redraw and tabulate stored results of one or more output directories). Bad
-input ends with a one-line error naming the valid choices and exit status 2;
+input ends with a one-line error naming the flag, the value and, where there are
+few, the valid choices, with exit status 2, before any evaluation;
 Ctrl-C keeps the rows written so far and exits with 130; a run stopped at a failed
 evaluation (``--on-error``), a lost Dask scheduler or workers that keep dying end
 with a one-line message naming the ``--resume`` command and exit status 1. An
@@ -736,9 +737,8 @@ def _plot(dirs: list[str], output: Path | None, band: str) -> int:
     try:
         plot_regret(rows, path, title=f"{name}, dim {dim}", band=band)
     except OSError as e:
-        raise ValueError(
-            f"argument --output: cannot write {str(path)!r} ({e.strerror})"
-        ) from e
+        flag = "" if output is None else "argument --output: "
+        raise ValueError(f"{flag}cannot write {str(path)!r} ({e.strerror})") from e
     print(f"plot: {path}")
     return 0
 
