@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("dirs", nargs="+", metavar="DIR", help="output directories")
     demo = sub.add_parser("demo", help="a two-minute comparison on Hartmann6")
     _add_output(demo, "demo-results")
-    demo.add_argument("--workers", type=int, default=2)
+    demo.add_argument("--workers", type=_at_least(1), default=2)
     return parser
 
 

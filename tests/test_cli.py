@@ -271,6 +271,8 @@ class TestCLI(BotorchTestCase):
                  "'random,sobol,random'"),
                 ([*compare[:4], "random,nope", *compare[5:]],
                  "argument --methods: unknown method 'nope'"),
+                (["demo", "--workers", "0", "--output", str(tmp / "demo")],
+                 "argument --workers: must be >= 1, got 0"),
                 ([*compare, "--workers", "0"],
                  "argument --workers: must be >= 1, got 0"),
                 ([*compare, "--backend", "dask", "--scheduler", "nonsense"],
