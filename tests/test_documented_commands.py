@@ -91,7 +91,7 @@ N_INIT = 2
 REWRITES = {"--n-init": str(N_INIT), "--num-restarts": "2", "--raw-samples": "16"}
 ADDED = ("--n-init", "--num-restarts", "--raw-samples")
 
-#: Seconds one command may run (a failsafe; the slowest takes well under a minute).
+#: Seconds one command may run (a failsafe; each takes seconds to a minute).
 LIMIT_S = 240
 
 #: ``botorch-ext`` on the commands' ``PATH``: this checkout's console script, with
