@@ -7,7 +7,8 @@ Subcommands: ``problems`` and ``methods`` (list them), ``run`` (one BO loop),
 table and a plot), ``demo`` (a small comparison for a first look), and ``plot``
 and ``summary``
 (redraw and tabulate stored results of one or more output directories). Bad
-input ends with a one-line error naming the valid choices and exit status 2;
+input ends with a one-line error naming the flag, the value and, where there are
+few, the valid choices, with exit status 2, before any evaluation;
 Ctrl-C keeps the rows written so far and exits with 130; a run stopped at a failed
 evaluation (``--on-error``), a lost Dask scheduler or workers that keep dying end
 with a one-line message naming the ``--resume`` command and exit status 1. An
@@ -23,7 +24,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
@@ -41,6 +42,7 @@ from botorch_ext.runner.methods import (
     METHODS,
     OUTCOME_TRANSFORMS,
     MethodOptions,
+    get_method,
 )
 from botorch_ext.runner.problems import PROBLEMS, botorch_function_names, get_problem
 
@@ -72,6 +74,7 @@ FLAGS = {
     "scheduler": "--scheduler",
     "on_error": "--on-error",
     "eval_timeout": "--eval-timeout",
+    "dim": "--dim",
 }
 
 
@@ -96,6 +99,93 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+# Argument types: a bad value ends parsing with "argument --FLAG: ..." (exit 2),
+# before anything runs. Each message names the value.
+
+
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {minimum}, got {text!r}"
+            ) from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return integer
+
+
+def _unique(items: list, what: str, text: str) -> list:
+    for item in items:
+        if items.count(item) > 1:
+            raise argparse.ArgumentTypeError(
+                f"{what} {item!r} is given twice in {text!r}"
+            )
+    return items
+
+
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in _split(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+    return _unique(seeds, "seed", text)
+
+
+def _method(text: str) -> str:
+    try:
+        get_method(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    return text
+
+
+def _method_list(text: str) -> list[str]:
+    try:
+        names = _split(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+    return _unique([_method(name) for name in names], "method", text)
+
+
+def _scheduler(text: str) -> str:
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(text)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(
+            f"not a Dask scheduler address ({e}), got {text!r}; e.g. "
+            "tcp://10.0.0.5:8786"
+        ) from e
+    return text
+
+
+def _png_path(text: str) -> Path:
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a directory; give the plot's file, e.g. "
+            f"{str(path / 'regret.png')!r}"
+        )
+    if path.suffix.lower() != ".png":
+        raise argparse.ArgumentTypeError(
+            f"the plot is a PNG; give a path ending in .png, got {text!r}"
+        )
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"no directory {str(path.parent)!r} to write {text!r} in"
+        )
+    return path
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--problem",
@@ -116,8 +206,19 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         default="standardize",
         help=f"one of: {', '.join(OUTCOME_TRANSFORMS)}",
     )
-    p.add_argument("--num-restarts", type=int, default=10)
-    p.add_argument("--raw-samples", type=int, default=512)
+    p.add_argument(
+        "--num-restarts",
+        type=_at_least(1),
+        default=10,
+        help="starting points of the acquisition optimization",
+    )
+    p.add_argument(
+        "--raw-samples",
+        type=_at_least(1),
+        default=512,
+        help="random points scored to choose the starting points (with "
+        "--initial-conditions botorch: at least --num-restarts)",
+    )
     p.add_argument(
         "--num-inducing-points",
         type=int,
@@ -127,7 +228,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--threads",
-        type=int,
+        type=_at_least(1),
         default=1,
         help="torch threads of each run (results are reproducible at a fixed "
         "thread count)",
@@ -203,17 +304,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--method",
         required=True,
+        type=_method,
         help="a name from `botorch-ext methods`, or module:attribute",
     )
     run.add_argument("--seed", type=int, default=0)
     _add_output(run, "results")
     compare = sub.add_parser("compare", help="compare methods over seeds")
     _add_common(compare)
-    compare.add_argument("--methods", required=True, help="comma-separated methods")
-    compare.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    compare.add_argument(
+        "--methods", required=True, type=_method_list, help="comma-separated methods"
+    )
+    compare.add_argument(
+        "--seeds", default="0,1,2", type=_seed_list, help="comma-separated seeds"
+    )
     compare.add_argument(
         "--workers",
-        type=int,
+        type=_at_least(1),
         default=1,
         help="worker processes (processes backend: 1 runs in this process; dask: "
         "the embedded LocalCluster's workers)",
@@ -227,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--scheduler",
         default=None,
+        type=_scheduler,
         metavar="ADDRESS",
         help="with --backend dask: the address of an existing Dask scheduler "
         "(e.g. tcp://10.0.0.5:8786) instead of an embedded LocalCluster",
@@ -238,7 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument("dirs", nargs="+", metavar="DIR", help="output directories")
     plot.add_argument(
-        "--output", default=None, help="PNG path (default: regret.png in the first DIR)"
+        "--output",
+        default=None,
+        type=_png_path,
+        help="the PNG file to write, in an existing directory (default: regret.png "
+        "in the first DIR)",
     )
     _add_band(plot)
     summary = sub.add_parser(
@@ -247,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("dirs", nargs="+", metavar="DIR", help="output directories")
     demo = sub.add_parser("demo", help="a two-minute comparison on Hartmann6")
     _add_output(demo, "demo-results")
-    demo.add_argument("--workers", type=int, default=2)
+    demo.add_argument("--workers", type=_at_least(1), default=2)
     return parser
 
 
@@ -277,7 +388,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         reuse = {"resume": args.resume, "overwrite": args.overwrite}
         if args.command == "run":
             config = _config(args, method=args.method, seed=args.seed)
-            _check_threads(args.threads)
             return _run(
                 config,
                 _output_dir(args.output),
@@ -286,13 +396,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 **reuse,
             )
         if args.command == "compare":
-            config = _config(args, method=_split(args.methods)[0], seed=0)
-            methods, seeds = _split(args.methods), [int(s) for s in _split(args.seeds)]
-            _check_threads(args.threads)
+            config = _config(args, method=args.methods[0], seed=0)
             return _compare(
                 config,
-                methods,
-                seeds,
+                args.methods,
+                args.seeds,
                 args.workers,
                 _output_dir(args.output),
                 args.threads,
@@ -350,6 +458,17 @@ def _split(text: str) -> list[str]:
 
 
 def _config(args: argparse.Namespace, method: str, seed: int) -> RunConfig:
+    try:
+        get_problem(args.problem, args.dim)
+    except ArgumentError:
+        raise  # names its argument (dim), which main writes as its flag
+    except ValueError as e:
+        raise ValueError(f"argument --problem: {e}") from e
+    if args.initial_conditions == "botorch" and args.raw_samples < args.num_restarts:
+        raise ValueError(
+            f"argument --raw-samples: must be >= --num-restarts ({args.num_restarts}) "
+            f"with --initial-conditions botorch, got {args.raw_samples}"
+        )
     config = RunConfig(
         problem=args.problem,
         method=method,
@@ -369,11 +488,6 @@ def _config(args: argparse.Namespace, method: str, seed: int) -> RunConfig:
     )
     config.validate()
     return config
-
-
-def _check_threads(threads: int) -> None:
-    if threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
 
 
 def _output_dir(path: str) -> Path:
@@ -608,7 +722,7 @@ def _by_problem(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:
     return groups
 
 
-def _plot(dirs: list[str], output: str | None, band: str) -> int:
+def _plot(dirs: list[str], output: Path | None, band: str) -> int:
     from botorch_ext.runner.plotting import BANDS, plot_regret
     from botorch_ext.runner.results import load_results
 
@@ -619,8 +733,12 @@ def _plot(dirs: list[str], output: str | None, band: str) -> int:
         held = ", ".join(f"{p} (dim {d})" for p, d in groups) or "no rows"
         raise ValueError(f"the directories hold {held}; plot one problem at a time")
     (((name, dim), rows),) = groups.items()
-    path = Path(output) if output is not None else Path(dirs[0]) / "regret.png"
-    plot_regret(rows, path, title=f"{name}, dim {dim}", band=band)
+    path = output if output is not None else Path(dirs[0]) / "regret.png"
+    try:
+        plot_regret(rows, path, title=f"{name}, dim {dim}", band=band)
+    except OSError as e:
+        flag = "" if output is None else "argument --output: "
+        raise ValueError(f"{flag}cannot write {str(path)!r} ({e.strerror})") from e
     print(f"plot: {path}")
     return 0
 

@@ -727,6 +727,101 @@ class TestStorage(BotorchTestCase):
         self.assertEqual(model.last_fit["steps"], 10)  # 10 epochs of 1 minibatch
 
 
+#: A value other than the default for every field of every ``EULBOOptions`` group
+#: (and of the options themselves), by group; a field added to the options must
+#: be added here, or the round-trip test below fails.
+NON_DEFAULT_OPTIONS = {
+    "elbo": {"optimizer": "adam", "lbfgs_max_iter": 123},
+    "adam": {"lr_w": 0.0203, "lr_x": 0.0047, "batch_size": 17, "grad_clip": 3.5},
+    "stopping": {
+        "convergence": "epochs",
+        "max_steps": 77,
+        "check_every": 9,
+        "check_size": 333,
+        "tol": 2.5e-4,
+        "patience": 7,
+        "max_epochs": 11,
+    },
+    "warm_start": {"num_restarts": 3, "raw_samples": 48},
+    "utility": {"num_mc_samples": 19, "num_fantasies": 5, "num_quadrature_points": 7},
+    "joint": {
+        "optimizer": "adam",
+        "parameters": ("variational", "inducing_points"),
+        "max_iter": 13,
+    },
+    None: {"lbfgs_max_n": 1234},
+}
+
+
+def _fields_differing(a, b, prefix=""):
+    # The dotted names of the (nested) dataclass fields in which a and b differ.
+    import dataclasses
+
+    out = []
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if dataclasses.is_dataclass(x) and dataclasses.is_dataclass(y):
+            out += _fields_differing(x, y, f"{prefix}{f.name}.")
+        elif type(x) is not type(y) or x != y:
+            out.append(f"{prefix}{f.name}: {x!r} -> {y!r}")
+    return out
+
+
+class TestOptionsRoundTrip(BotorchTestCase):
+    def _non_default(self):
+        import dataclasses
+
+        groups = {
+            name: dataclasses.replace(getattr(EULBOOptions(), name), **values)
+            for name, values in NON_DEFAULT_OPTIONS.items()
+            if name is not None
+        }
+        return EULBOOptions(**groups, **NON_DEFAULT_OPTIONS[None])
+
+    def test_every_field_has_a_non_default_value(self):
+        import dataclasses
+
+        default, options = EULBOOptions(), self._non_default()
+        for f in dataclasses.fields(EULBOOptions):
+            value = getattr(default, f.name)
+            if dataclasses.is_dataclass(value):
+                names = {g.name for g in dataclasses.fields(value)}
+                self.assertEqual(set(NON_DEFAULT_OPTIONS[f.name]), names, f.name)
+            else:
+                self.assertIn(f.name, NON_DEFAULT_OPTIONS[None])
+        # Every field, nested ones included, differs from its default.
+        differing = _fields_differing(default, options)
+        n_fields = sum(len(values) for values in NON_DEFAULT_OPTIONS.values())
+        self.assertEqual(len(differing), n_fields, differing)
+
+    def test_ax_json_round_trip_keeps_every_field(self):
+        from ax.storage.json_store.decoder import object_from_json
+        from ax.storage.json_store.encoder import object_to_json
+
+        botorch_ext.ax.register()
+        options = self._non_default()
+        encoded = json.loads(json.dumps(object_to_json(options)))
+        self.assertEqual(_fields_differing(options, object_from_json(encoded)), [])
+        # The flat form, as botorch_ext 0.1.0 stored it.
+        flat = {"__type": "EULBOOptions"} | json.loads(json.dumps(options.flat()))
+        self.assertEqual(_fields_differing(options, object_from_json(flat)), [])
+
+    def test_model_options_in_a_stored_generation_strategy_keep_every_field(self):
+        # As a Client stores them: in ModelConfig.model_options of a generation
+        # node, through Ax's own encoder and decoder of the strategy.
+        from ax.storage.json_store.decoder import object_from_json
+        from ax.storage.json_store.encoder import object_to_json
+
+        botorch_ext.ax.register()
+        options = self._non_default()
+        config = _config({"options": options})
+        encoded = json.loads(json.dumps(object_to_json(config)))
+        decoded = object_from_json(encoded)
+        stored = decoded.model_options["options"]
+        self.assertIsInstance(stored, EULBOOptions)
+        self.assertEqual(_fields_differing(options, stored), [])
+
+
 class TestEULBOAcquisition(BotorchTestCase):
     def _acquisition(self, weight=1.0, options=None, **opt_config):
         from ax.generators.torch_base import TorchOptConfig

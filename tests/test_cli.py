@@ -1,5 +1,6 @@
 import csv
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -99,6 +100,12 @@ class TestCLI(BotorchTestCase):
                 rows = list(csv.DictReader(f))
             self.assertEqual({r["problem"] for r in rows}, {"botorch:StyblinskiTang"})
             self.assertEqual({r["dim"] for r in rows}, {"3"})
+            # Three coordinates per row (its default dimension is 2).
+            x_columns = [c for c in rows[0] if c.startswith("x")]
+            self.assertEqual(x_columns, ["x0", "x1", "x2"])
+            for row in rows:
+                point = [float(row[c]) for c in x_columns]
+                self.assertTrue(all(0 <= u <= 1 for u in point), point)
             # Regret against BoTorch's optimum, -39.166166 per dimension.
             last = rows[-1]
             self.assertAlmostEqual(
@@ -210,6 +217,102 @@ class TestCLI(BotorchTestCase):
                 self.assertIn(message, err)
                 self.assertEqual(len(err.strip().splitlines()), 1, err)
                 self.assertNotIn("Traceback", err)
+
+    def test_bad_values_are_refused_before_any_evaluation(self):
+        # Each bad value ends with one line naming its flag and the value, exit
+        # status 2, before the problem is evaluated once: the problem of every
+        # case but --problem's is a fault-free Branin that logs its evaluations.
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            log = tmp / "evaluations.log"
+            (tmp / "raising_on_import.py").write_text("raise RuntimeError('boom')\n")
+            (tmp / "adir").mkdir()
+            problem = "tests.runner.faulty:branin"
+            run = ["run", "--problem", problem, "--method", "qlogei", "--budget",
+                   "6", "--n-init", "3", "--output", str(tmp / "out")]  # fmt: skip
+            compare = ["compare", "--problem", problem, "--methods", "random",
+                       "--budget", "4", "--n-init", "3",
+                       "--output", str(tmp / "out")]  # fmt: skip
+            self.assertEqual(_main([*compare, "--seeds", "0"])[0], 0)  # to plot
+            stored = tmp / "out"
+            cases = [
+                ([*run, "--raw-samples", "0"],
+                 "argument --raw-samples: must be >= 1, got 0"),
+                ([*run, "--raw-samples", "-5"],
+                 "argument --raw-samples: must be >= 1, got -5"),
+                ([*run, "--raw-samples", "2", "--num-restarts", "4"],
+                 "argument --raw-samples: must be >= --num-restarts (4) with "
+                 "--initial-conditions botorch, got 2"),
+                ([*run, "--num-restarts", "0"],
+                 "argument --num-restarts: must be >= 1, got 0"),
+                ([*run, "--num-restarts", "x"],
+                 "argument --num-restarts: expected an integer >= 1, got 'x'"),
+                ([*run[:2], "raising_on_import:f", *run[3:]],
+                 "argument --problem: problem 'raising_on_import:f': importing module "
+                 "'raising_on_import' raised RuntimeError: boom"),
+                ([*run[:4], "raising_on_import:m", *run[5:]],
+                 "argument --method: method 'raising_on_import:m': importing module "
+                 "'raising_on_import' raised RuntimeError: boom"),
+                ([*run[:2], "nope", *run[3:]],
+                 "argument --problem: unknown problem 'nope'"),
+                ([*run[:2], "branin", *run[3:], "--dim", "3"],
+                 "problem 'branin' has fixed dimension 2, got --dim 3"),
+                ([*run[:2], "rosenbrock", *run[3:], "--dim", "1"],
+                 "problem 'rosenbrock' needs --dim >= 2, got 1"),
+                ([*run, "--threads", "0"], "argument --threads: must be >= 1, got 0"),
+                ([*compare, "--seeds", "a,b"],
+                 "argument --seeds: expected comma-separated integers, got 'a,b'"),
+                ([*compare, "--seeds", ","],
+                 "argument --seeds: expected comma-separated integers, got ','"),
+                ([*compare, "--seeds", "0,1,0"],
+                 "argument --seeds: seed 0 is given twice in '0,1,0'"),
+                ([*compare[:4], "random,sobol,random", *compare[5:]],
+                 "argument --methods: method 'random' is given twice in "
+                 "'random,sobol,random'"),
+                ([*compare[:4], "random,nope", *compare[5:]],
+                 "argument --methods: unknown method 'nope'"),
+                (["demo", "--workers", "0", "--output", str(tmp / "demo")],
+                 "argument --workers: must be >= 1, got 0"),
+                ([*compare, "--workers", "0"],
+                 "argument --workers: must be >= 1, got 0"),
+                ([*compare, "--backend", "dask", "--scheduler", "nonsense"],
+                 "argument --scheduler: not a Dask scheduler address (missing port "
+                 "number in address 'nonsense'), got 'nonsense'"),
+                (["plot", str(stored), "--output", str(tmp / "nodir" / "x.png")],
+                 f"argument --output: no directory {str(tmp / 'nodir')!r}"),
+                (["plot", str(stored), "--output", str(tmp / "adir")],
+                 f"argument --output: {str(tmp / 'adir')!r} is a directory"),
+                (["plot", str(stored), "--output", str(tmp / "x.jpg")],
+                 "argument --output: the plot is a PNG; give a path ending in .png, "
+                 f"got {str(tmp / 'x.jpg')!r}"),
+            ]  # fmt: skip
+            with (
+                mock.patch.object(sys, "path", [str(tmp), *sys.path]),
+                mock.patch.dict(os.environ, {"FAULTY_LOG": str(log)}),
+            ):
+                for argv, message in cases:
+                    with self.subTest(argv=argv):
+                        full = argv if argv[0] == "plot" else [*argv, "--overwrite"]
+                        code, _, err = _main(full)
+                        self.assertEqual(code, 2, err)
+                        self.assertIn(message, err)
+                        self.assertEqual(len(err.strip().splitlines()), 1, err)
+                        self.assertFalse(log.exists(), "an evaluation was spent")
+                        self.assertNotIn("raising_on_import", sys.modules)
+            self.assertEqual(sorted(p.name for p in tmp.iterdir()),
+                             ["adir", "out", "raising_on_import.py"])  # fmt: skip
+
+    def test_plot_writes_the_file_it_names(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["compare", "--problem", "branin", "--methods", "random",
+                    "--seeds", "0", "--budget", "4", "--n-init", "3",
+                    "--output", tmp]  # fmt: skip
+            self.assertEqual(_main(argv)[0], 0)
+            png = Path(tmp) / "Plot.PNG"
+            code, out, err = _main(["plot", tmp, "--output", str(png)])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(out.strip(), f"plot: {png}")
+            self.assertEqual(png.read_bytes()[:4], b"\x89PNG")
 
     def test_interrupt_keeps_rows(self):
         calls = {"n": 0}
@@ -326,6 +429,28 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(config["status"], "finished")
             self.assertEqual(len(config["resumed"]), 1)
 
+    def test_resume_refuses_another_thread_count(self):
+        # Results depend on the thread count: a run continued with another one
+        # would not be the run it continues.
+        with tempfile.TemporaryDirectory() as tmp:
+            for command in (
+                ["run", "--method", "random"],
+                ["compare", "--methods", "random", "--seeds", "0"],
+            ):
+                argv = [*command, "--problem", "branin", "--budget", "4",
+                        "--n-init", "3", "--output", tmp]  # fmt: skip
+                code, _, err = _main([*argv, "--threads", "1", "--overwrite"])
+                self.assertEqual(code, 0, err)
+                before = (Path(tmp) / "results.csv").read_bytes()
+                code, _, err = _main([*argv, "--threads", "2", "--resume"])
+                self.assertEqual(code, 2, err)
+                self.assertIn("the settings differ from the stored config.json "
+                              "(threads: 1 -> 2)", err)  # fmt: skip
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertEqual((Path(tmp) / "results.csv").read_bytes(), before)
+                code, _, err = _main([*argv, "--threads", "1", "--resume"])
+                self.assertEqual(code, 0, err)
+
     def test_stateful_runs_save_their_method_state_for_resume(self):
         fast = ["--budget", "6", "--n-init", "4", "--num-restarts", "2",
                 "--raw-samples", "16"]  # fmt: skip
@@ -360,7 +485,7 @@ class TestCLI(BotorchTestCase):
                 self.assertIn(key, config)
             code, _, err = _main([*argv[:-4], "--threads", "0", "--output", tmp])
             self.assertEqual(code, 2)
-            self.assertIn("threads must be >= 1, got 0", err)
+            self.assertIn("argument --threads: must be >= 1, got 0", err)
 
     def test_no_command_prints_help(self):
         code, out, _ = _main([])

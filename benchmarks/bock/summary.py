@@ -13,9 +13,9 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import csv
 import statistics
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -54,7 +54,14 @@ def summarize(path: Path) -> list[str]:
 
 
 def main() -> None:
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/bock/results/bock")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "root",
+        nargs="?",
+        default="benchmarks/bock/results/bock",
+        help="a folder of settings, each with its results.csv (default: %(default)s)",
+    )
+    root = Path(parser.parse_args().root)
     print("| setting | method | best value (mean ± std) | seeds | s / iteration |")
     print("|---|---|---|---|---|")
     for path in sorted(root.glob("*/results.csv")):

@@ -359,6 +359,11 @@ def _resolve(spec: str) -> Method:
             f"method {spec!r}: cannot import module {source!r} ({e}); is it on "
             "PYTHONPATH (on every worker, too)?"
         ) from e
+    except Exception as e:  # the module's own code may raise anything
+        raise ValueError(
+            f"method {spec!r}: importing module {source!r} raised "
+            f"{type(e).__name__}: {' '.join(str(e).split())}"
+        ) from e
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise ValueError(f"method {spec!r}: {source!r} has no {attribute!r}")

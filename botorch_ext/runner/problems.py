@@ -93,6 +93,8 @@ from botorch.test_functions.base import ConstrainedBaseTestProblem
 from botorch.test_functions.synthetic import SyntheticTestFunction
 from torch import Tensor
 
+from botorch_ext.runner.errors import ArgumentError
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -444,7 +446,8 @@ def get_problem(name: str, dim: int | None = None) -> Problem:
         The ``Problem``.
 
     Raises:
-        ValueError: For an unknown name, or a dimension the problem cannot take.
+        ValueError: For an unknown name; ``ArgumentError`` (a ``ValueError``
+            naming ``dim``) for a dimension a registered problem cannot take.
     """
     if ":" in name:
         return resolve(name, dim)
@@ -457,9 +460,14 @@ def get_problem(name: str, dim: int | None = None) -> Problem:
     if dim is None:
         dim = entry.default_dim
     if entry.fixed_dim and dim != entry.default_dim:
-        raise ValueError(f"problem {name!r} has fixed dimension {entry.default_dim}")
+        raise ArgumentError(
+            "dim",
+            f"problem {name!r} has fixed dimension {entry.default_dim}, got dim {dim}",
+        )
     if dim < entry.min_dim:
-        raise ValueError(f"problem {name!r} needs dim >= {entry.min_dim}, got {dim}")
+        raise ArgumentError(
+            "dim", f"problem {name!r} needs dim >= {entry.min_dim}, got {dim}"
+        )
     return entry.factory(dim)
 
 
@@ -598,6 +606,11 @@ def resolve(spec: str, dim: int | None = None) -> Problem:
             raise ValueError(
                 f"problem {spec!r}: cannot import module {source!r} ({e}); is it on "
                 "PYTHONPATH (on every worker, too)?"
+            ) from e
+        except Exception as e:  # the module's own code may raise anything
+            raise ValueError(
+                f"problem {spec!r}: importing module {source!r} raised "
+                f"{type(e).__name__}: {' '.join(str(e).split())}"
             ) from e
         for part in attribute.split("."):
             if not hasattr(target, part):

@@ -5,6 +5,7 @@ The objective is ``tests.runner.faulty:branin``, whose faults are set through
 environment variables (see that module).
 """
 
+import csv
 import json
 import math
 import os
@@ -38,10 +39,14 @@ from botorch_ext.runner.results import (
     run_metadata,
 )
 from botorch_ext.runner.schema import FIXED_COLUMNS, build_row, columns, parse_row
+from tests.failsafe import failsafe
 from tests.test_cli import _main
 
 PROBLEM = "tests.runner.faulty:branin"
 OPTIONS = MethodOptions(num_restarts=2, raw_samples=16)
+# Seconds after which a test with an hour-long evaluation fails instead of hanging
+# (it normally ends in a few seconds, evaluation processes included).
+HANG_FAILSAFE_S = 120
 
 
 def _config(method="sobol", budget=10, n_init=4, q=1, seed=0):
@@ -178,7 +183,9 @@ class TestFailedEvaluations(FaultEnv):
 
     def test_eval_timeout_abandons_a_hang_and_goes_on(self):
         self.env(FAULTY_HANG_AT=5)
-        rows = run_bo(_config(budget=8), faults=FaultPolicy(eval_timeout=1.5))
+        # The objective hangs for an hour: without the timeout, fail, not hang.
+        with failsafe(HANG_FAILSAFE_S, "a run with an hour-long evaluation"):
+            rows = run_bo(_config(budget=8), faults=FaultPolicy(eval_timeout=1.5))
         self.assertEqual(len(rows), 8)
         (failed,) = [r for r in rows if r["status"] == "failed"]
         self.assertEqual(failed["n_evals"], 6)
@@ -356,6 +363,48 @@ class TestCli(FaultEnv):
         self.assertEqual(len(set(self.evaluated())), len(self.evaluated()))
         code, stdout, err = _main(["summary", str(out)])
         self.assertIn("| 1 in 1 of 1 runs |", stdout)
+
+    def test_eval_timeout_flag_reaches_the_loop(self):
+        # --eval-timeout, through the command line to the evaluations: the hung
+        # evaluation (the 6th) is a failed row, and the run goes on to its budget.
+        self.env(FAULTY_HANG_AT=5)
+        out = self.tmp / "out"
+        argv = ["run", "--problem", PROBLEM, "--method", "sobol", "--budget", "8",
+                "--n-init", "4", "--eval-timeout", "1.5",
+                "--output", str(out)]  # fmt: skip
+        with failsafe(HANG_FAILSAFE_S, "botorch-ext run with an hour-long evaluation"):
+            code, stdout, err = _main(argv)
+        self.assertEqual(code, 0, err)
+        self.assertIn("(1 failed)", stdout)
+        rows = read_results(out / "results.csv").rows
+        self.assertEqual(len(rows), 8)
+        (failed,) = [r for r in rows if r["status"] == "failed"]
+        self.assertEqual(failed["n_evals"], 6)
+        self.assertIn("timed out after 1.5 s", failed["error"])
+        config = json.loads((out / "config.json").read_text())
+        self.assertEqual(config["eval_timeout"], 1.5)
+
+    def test_a_failed_row_keeps_its_point(self):
+        # The written row of a failed evaluation holds the point that failed: its
+        # x columns, read back from results.csv, evaluate to NaN again.
+        self.env(FAULTY_NAN=1)
+        out = self.tmp / "out"
+        argv = ["run", "--problem", PROBLEM, "--method", "sobol", "--budget", "8",
+                "--n-init", "4", "--output", str(out)]  # fmt: skip
+        code, _, err = _main(argv)
+        self.assertEqual(code, 0, err)
+        with open(out / "results.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        failed = [r for r in rows if r["status"] == "failed"]
+        self.assertTrue(failed)
+        problem = get_problem(PROBLEM)
+        os.environ.pop("FAULTY_LOG")
+        for row in failed:
+            point = [float(row[f"x{i}"]) for i in range(2)]
+            self.assertTrue(all(0 <= u <= 1 for u in point), point)
+            self.assertGreater(point[0], 0.5)  # the NaN region
+            value = problem(torch.tensor([point], dtype=torch.double))
+            self.assertTrue(torch.isnan(value).all(), (point, value))
 
     def test_library_errors_become_flags(self):
         self.assertEqual(
