@@ -14,11 +14,17 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/reparam_acq/qes_cost.py \
         --problem hartmann6 --q 1 \
         --configs gibbon,qmes,qes,qes:t1664,qes:ei --repeats 5
+
+``--profile`` additionally profiles one more call of each configuration (cProfile,
+after the timed repeats, on the last seed's data) and prints its top functions by
+cumulative time.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import time
 import warnings
@@ -97,6 +103,13 @@ def main() -> None:
     parser.add_argument("--configs", default="gibbon,qmes,qes")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile one more call of each configuration (top functions by "
+        "cumulative time)",
+    )
+    parser.add_argument("--top", type=int, default=25, help="rows per profile")
     args = parser.parse_args()
     torch.set_num_threads(1)
     problem = get_problem(args.problem)
@@ -128,6 +141,16 @@ def main() -> None:
     for c in configs:
         ratio = statistics.median(ratios[c]) if ratios[c] else float("nan")
         print(f"  {c:14s} {statistics.median(seconds[c]):7.3f}  ({ratio:.2f}x)")
+    if args.profile:
+        for c in configs:
+            profiler = cProfile.Profile()
+            torch.manual_seed(0)
+            profiler.enable()
+            _time_config(c, model, data, bounds, args.q)
+            profiler.disable()
+            print(f"\n=== profile of {c} (top {args.top} by cumulative time) ===")
+            stats = pstats.Stats(profiler).strip_dirs().sort_stats("cumulative")
+            stats.print_stats(args.top)
 
 
 if __name__ == "__main__":
