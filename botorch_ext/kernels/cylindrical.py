@@ -510,7 +510,7 @@ class CylindricalKernel(Kernel):
             and x2.dim() == 2
             and type(k) is MaternKernel
             and k.nu == 2.5
-            and k.lengthscale.numel() == 1
+            and k.raw_lengthscale.numel() == 1
         )
 
     def _fused_gram(

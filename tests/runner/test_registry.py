@@ -226,7 +226,7 @@ class TestEULBOAblations(BotorchTestCase):
 
         self.assertEqual(
             set(bock_ablations.ABLATIONS),
-            {"bock-continuous", "bock-direction", "bock-scaled"},
+            {"bock-cold", "bock-continuous", "bock-direction", "bock-scaled"},
         )
         spec = "benchmarks.bock.ablations:bock_direction"
         self.addCleanup(_forget, spec)
