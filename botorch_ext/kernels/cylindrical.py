@@ -435,11 +435,12 @@ class CylindricalKernel(Kernel):
         Returns:
             The warped radii, same shape.
         """
+        return self._warp(rho, self.alpha, self.beta)
+
+    def _warp(self, rho: Tensor, alpha: Tensor, beta: Tensor) -> Tensor:
         shape = (*self.batch_shape, 1, 1)
         return kumaraswamy_warp(
-            rho.clamp(0.0, 1.0),
-            c0=self.beta.view(shape),
-            c1=self.alpha.view(shape),
+            rho.clamp(0.0, 1.0), c0=beta.view(shape), c1=alpha.view(shape)
         )
 
     def center_similarity(self, dim: int) -> Tensor:
@@ -471,9 +472,16 @@ class CylindricalKernel(Kernel):
         Raises:
             ValueError: If an input lies outside the ball.
         """
+        # The warp's exponents once per call (each is a constraint transform),
+        # and the polar split and warp once when x2 is x1 (a Gram matrix).
+        alpha, beta = self.alpha, self.beta
         rho1, a1, center1 = self.cylindrical(x1)
-        rho2, a2, center2 = self.cylindrical(x2)
-        w1, w2 = self.warp(rho1), self.warp(rho2)
+        w1 = self._warp(rho1, alpha, beta)
+        if x2 is x1:
+            rho2, a2, center2, w2 = rho1, a1, center1, w1
+        else:
+            rho2, a2, center2 = self.cylindrical(x2)
+            w2 = self._warp(rho2, alpha, beta)
         if self._fused_gram_applies(x1, x2, diag, params):
             return self._fused_gram(rho1, rho2, w1, w2, a1, a2)
         weights = self.angular_weights
