@@ -81,6 +81,7 @@ class CylindricalGram(torch.autograd.Function):
             _, H, _, _, R = _block_terms(dot[rows], r1[rows], r2, s1[rows], s2, c)
             K[rows] = R.mul_(H).mul_(g1[rows].unsqueeze(-1)).mul_(g2)
         ctx.save_for_backward(a1, a2, dot, r1, r2, s1, s2, g1, g2, c)
+        ctx.same_directions = a1 is a2
         return K
 
     @staticmethod
@@ -126,7 +127,12 @@ class CylindricalGram(torch.autograd.Function):
             g_s2 += Md.sum(-2).mul_(1.0 / 3.0)
         g_g1 = g_g1 / g1
         g_g2 = g_g2 / g2
-        g_a1 = g_dot @ a2 if (g_dot is not None and need[0]) else None
-        g_a2 = g_dot.mT @ a1 if (g_dot is not None and need[1]) else None
+        g_a1 = g_a2 = None
+        if g_dot is not None and ctx.same_directions:
+            # a1 is a2 (a Gram matrix of one input): one product for both slots.
+            g_a1, need = (g_dot + g_dot.mT) @ a1, (True, False, *need[2:])
+        elif g_dot is not None:
+            g_a1 = g_dot @ a2 if need[0] else None
+            g_a2 = g_dot.mT @ a1 if need[1] else None
         grads = (g_a1, g_a2, g_r1, g_r2, g_s1, g_s2, g_g1, g_g2, g_c)
         return tuple(g if n else None for g, n in zip(grads, need, strict=True))

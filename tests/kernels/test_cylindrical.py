@@ -674,13 +674,14 @@ class TestFusedGramAgreesWithAutogradPath(BotorchTestCase):
         return fast, slow
 
     def _compare(self, fast, slow, x1, x2, dtype):
+        # x2 None: the Gram matrix of x1 alone (the kernel sees x2 is x1).
         eps = torch.finfo(dtype).eps
         results = []
         for k in (fast, slow):
             k.zero_grad()
             a = x1.detach().clone().requires_grad_(True)
-            b = x2.detach().clone().requires_grad_(True)
-            K = k(a, b).to_dense()
+            b = a if x2 is None else x2.detach().clone().requires_grad_(True)
+            K = k(a).to_dense() if x2 is None else k(a, b).to_dense()
             # A non-uniform upstream gradient, so that every entry counts.
             weight = torch.linspace(-1.0, 2.0, K.numel()).reshape(K.shape).to(K)
             (K * weight).sum().backward()
@@ -708,6 +709,7 @@ class TestFusedGramAgreesWithAutogradPath(BotorchTestCase):
             x1, x2 = x1.to(device=self.device, dtype=dtype), x2.to(x1.device, dtype)
             self._compare(fast, slow, x1, x2, dtype)
             self._compare(fast, slow, x1, x1, dtype)
+            self._compare(fast, slow, x1, None, dtype)
             # Several row blocks, the last one short.
             original = cylindrical_gram.BLOCK_ELEMENTS
             try:
