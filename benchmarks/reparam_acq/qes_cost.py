@@ -7,8 +7,9 @@ acquisition with its registered input constructor (as the runner does) and runs
 ``optimize_acqf(num_restarts=10, raw_samples=512)`` at the given q (MES and GIBBON
 sequentially, as the runner's ``qmes``/``gibbon``). Configurations run back to
 back in a rotating order in each repeat, so a busy machine slows all of them
-alike; the script reports the median seconds of each and the median of the
-per-repeat ratios to GIBBON.
+alike; the script reports the median CPU seconds of this process (one torch
+thread: robust to time-slicing with other processes) of each and the median of
+the per-repeat ratios to GIBBON.
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/reparam_acq/qes_cost.py \
@@ -70,7 +71,7 @@ QES_OPTIONS = {
 def _time_config(config: str, model, data, bounds, q: int) -> float:
     name, _, option = config.partition(":")
     pairs = list(zip(bounds[0].tolist(), bounds[1].tolist(), strict=True))
-    tic = time.perf_counter()
+    tic = time.process_time()
     if name == "qes":
         kwargs = get_acqf_input_constructor(qES)(
             model=model, training_data=data, bounds=pairs, **QES_OPTIONS[option]
@@ -92,7 +93,7 @@ def _time_config(config: str, model, data, bounds, q: int) -> float:
             raw_samples=512,
             sequential=sequential,
         )
-    return time.perf_counter() - tic
+    return time.process_time() - tic
 
 
 def main() -> None:
