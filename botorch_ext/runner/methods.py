@@ -168,9 +168,8 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
         "qES, q-entropy search with a softmax p_max (Wilson et al. 2017)",
     ),
     "bock": (
-        acquisition_method(_QLOGNEI, kernel="bock", warm_start=True),
-        "qLogNEI with BOCK's CylindricalKernel (Oh et al. 2018), MAP hyperparameters "
-        "(each fit starts at the previous one's)",
+        acquisition_method(_QLOGNEI, kernel="bock"),
+        "qLogNEI with BOCK's CylindricalKernel (Oh et al. 2018), MAP hyperparameters",
     ),
     "bock-sgmcmc": (
         acquisition_method(_QLOGNEI, kernel="bock", fully_bayesian=True),

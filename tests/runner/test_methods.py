@@ -367,7 +367,7 @@ class TestWarmStart(BotorchTestCase):
                 continue
             self.assertTrue(torch.equal(p, start[name]), name)
 
-    def test_bock_runs_warm_start_from_their_previous_fit(self):
+    def test_warm_started_runs_start_from_their_previous_fit(self):
         import inspect
 
         from botorch_ext.runner.acquisition import WarmStartMethod, acquisition_method
@@ -376,7 +376,11 @@ class TestWarmStart(BotorchTestCase):
             inspect.signature(acquisition_method).parameters["warm_start"].default,
             False,
         )
-        method = get_method("bock")
+        # The runner's bock fits every iteration from the kernel's initial values.
+        self.assertFalse(hasattr(get_method("bock"), "new_run"))
+        method = acquisition_method(
+            methods.qLogNoisyExpectedImprovement, kernel="bock", warm_start=True
+        )
         self.assertIsInstance(method, WarmStartMethod)
         X, Y, bounds = self._data()
         options = MethodOptions(num_restarts=2, raw_samples=16)

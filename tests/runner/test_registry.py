@@ -226,7 +226,7 @@ class TestEULBOAblations(BotorchTestCase):
 
         self.assertEqual(
             set(bock_ablations.ABLATIONS),
-            {"bock-cold", "bock-continuous", "bock-direction", "bock-scaled"},
+            {"bock-continuous", "bock-direction", "bock-scaled", "bock-warm"},
         )
         spec = "benchmarks.bock.ablations:bock_direction"
         self.addCleanup(_forget, spec)
