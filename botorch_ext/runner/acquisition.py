@@ -90,6 +90,9 @@ def acquisition_method(
     Raises:
         ValueError: For ``warm_start`` with ``fully_bayesian``.
     """
+    # Resolved here too, so that a class without an input constructor fails
+    # when the method is made, not at its first call.
+    get_acqf_input_constructor(constructor_class or acqf_class)
     spec = _Spec(
         acqf_class,
         kernel,
