@@ -11,18 +11,25 @@ median of the per-repeat ratios ``cylindrical / Matern``. Target: <= 1.5x.
 Also reports GPyTorch's ``CylindricalKernel`` (inputs scaled into its unit ball)
 for reference.
 
+``--profile`` then profiles a few more calls of each kernel (cProfile, the
+first case of ``--dims`` without input gradients) and prints the top functions
+by cumulative time.
+
 Usage::
 
     python benchmarks/bock/gram_cost.py                 # n = 1000, d = 100 and 500
     python benchmarks/bock/gram_cost.py --quick         # smoke run
+    python benchmarks/bock/gram_cost.py --dims 100 --profile --output /tmp/g.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import itertools
 import math
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -53,6 +60,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile each kernel's calls (top functions by cumulative time)",
+    )
+    parser.add_argument("--top", type=int, default=20, help="rows per profile")
     parser.add_argument(
         "--output",
         default="benchmarks/bock/results/bock_gram_cost.csv",
@@ -115,6 +128,30 @@ def main() -> None:
         )
     if not args.quick:
         write_csv(args.output, rows)
+    if args.profile:
+        _profile(args)
+
+
+def _profile(args: argparse.Namespace) -> None:
+    d = int(args.dims.split(",")[0])
+    gen = torch.Generator().manual_seed(d)
+    X = torch.rand(args.n, d, generator=gen, dtype=torch.double)
+    X[0] = 0.5
+    kernels = {
+        "cylindrical": CylindricalKernel().double(),
+        "matern_ard": MaternKernel(nu=2.5, ard_num_dims=d).double(),
+    }
+    for name, kernel in kernels.items():
+        _call(kernel, X, False)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(5):
+            _call(kernel, X, False)
+        profiler.disable()
+        print(f"\n=== profile of {name}, 5 calls, n={args.n}, d={d}, x_grad=False ===")
+        pstats.Stats(profiler).strip_dirs().sort_stats("cumulative").print_stats(
+            args.top
+        )
 
 
 if __name__ == "__main__":

@@ -15,9 +15,19 @@ the ``n`` points are sprayed about the center at normalized radii 1e-4 to 1e-2
 bock`` the optimizer then starts from sprays about that incumbent, which is where
 the ``"direction"`` rule's ``1 / ||x - c||`` gradients cost most.
 
+A method that carries state between iterations (``new_run``: the warm-started
+``bock``) is timed as a run's step: after its step on the first ``n - 1`` points.
+
+``--ratio-to METHOD`` adds each method's median per-repeat ratio of CPU seconds
+to METHOD's (same data, same repeat). ``--profile`` then profiles one more call of
+each method (cProfile, on the last cell's data) and prints the top functions by
+cumulative time.
+
 Usage::
 
     python benchmarks/bock/iteration_time.py                # d = 20, 100; n = 50, 150
+    python benchmarks/bock/iteration_time.py --dims 20 --ns 150 \
+        --methods bock,matern-scaled --ratio-to matern-scaled --profile
     python benchmarks/bock/iteration_time.py --quick
     python benchmarks/bock/iteration_time.py --design near-center \
         --methods bock,bock-direction,qlogei --initial-conditions bock \
@@ -27,7 +37,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import copy
+import cProfile
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -40,6 +53,20 @@ from botorch_ext.runner.problems import get_problem  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import OtherCPU, environment, write_csv  # noqa: E402
+
+
+def _primed_runs(methods, X, Y, bounds, options) -> dict:
+    # A method that carries state between iterations (``new_run``, e.g. the
+    # warm-started ``bock``) is timed as a run's step on the n points after its
+    # step on the first n - 1 (untimed); each repeat starts from a copy of it.
+    primed = {}
+    for m in methods:
+        method = get_method(m)
+        if hasattr(method, "new_run"):
+            run = method.new_run()
+            run(X[:-1], Y[:-1], bounds, 1, 0, options)
+            primed[m] = run
+    return primed
 
 
 def main() -> None:
@@ -56,6 +83,15 @@ def main() -> None:
     parser.add_argument(
         "--output", default="benchmarks/bock/results/bock_iteration_time.csv"
     )
+    parser.add_argument(
+        "--ratio-to", default=None, help="report ratios of CPU seconds to this method"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile one more call of each method (top functions by cumulative time)",
+    )
+    parser.add_argument("--top", type=int, default=25, help="rows per profile")
     args = parser.parse_args()
     if args.quick:
         args.dims, args.ns, args.repeats = "5", "20", 1
@@ -84,12 +120,15 @@ def main() -> None:
                 X[1 : m + 1] = 0.5 + radii * (d**0.5 / 2) * dirs
             Y = -problem(X).reshape(n, 1)  # runner's maximization sign
             times = {m: [] for m in methods}
+            primed = _primed_runs(methods, X, Y, bounds, options)
             with OtherCPU() as other:
                 for rep in range(args.repeats):
                     order = methods if rep % 2 == 0 else methods[::-1]
                     for m in order:
+                        call = copy.deepcopy(primed[m]) if m in primed else None
+                        call = call or get_method(m)
                         start = time.process_time()
-                        get_method(m)(X, Y, bounds, 1, rep, options)
+                        call(X, Y, bounds, 1, rep, options)
                         times[m].append(time.process_time() - start)
             for m in methods:
                 row = {
@@ -101,10 +140,25 @@ def main() -> None:
                     "cpu_s": statistics.median(times[m]),
                     "other_cpu": str(other),
                 }
+                if args.ratio_to is not None:
+                    base = times[args.ratio_to]
+                    row[f"ratio_to_{args.ratio_to}"] = statistics.median(
+                        a / b for a, b in zip(times[m], base, strict=True)
+                    )
                 rows.append(row)
                 print(row, flush=True)
     if not args.quick:
         write_csv(args.output, rows)
+    if args.profile:
+        for m in methods:
+            call = copy.deepcopy(primed[m]) if m in primed else get_method(m)
+            profiler = cProfile.Profile()
+            profiler.enable()
+            call(X, Y, bounds, 1, args.repeats, options)
+            profiler.disable()
+            print(f"\n=== profile of {m}, d={d}, n={n} (top {args.top}) ===")
+            stats = pstats.Stats(profiler).strip_dirs().sort_stats("cumulative")
+            stats.print_stats(args.top)
 
 
 if __name__ == "__main__":

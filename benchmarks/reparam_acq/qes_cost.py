@@ -7,18 +7,25 @@ acquisition with its registered input constructor (as the runner does) and runs
 ``optimize_acqf(num_restarts=10, raw_samples=512)`` at the given q (MES and GIBBON
 sequentially, as the runner's ``qmes``/``gibbon``). Configurations run back to
 back in a rotating order in each repeat, so a busy machine slows all of them
-alike; the script reports the median seconds of each and the median of the
-per-repeat ratios to GIBBON.
+alike; the script reports the median CPU seconds of this process (one torch
+thread: robust to time-slicing with other processes) of each and the median of
+the per-repeat ratios to GIBBON.
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/reparam_acq/qes_cost.py \
         --problem hartmann6 --q 1 \
         --configs gibbon,qmes,qes,qes:t1664,qes:ei --repeats 5
+
+``--profile`` additionally profiles one more call of each configuration (cProfile,
+after the timed repeats, on the last seed's data) and prints its top functions by
+cumulative time.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import time
 import warnings
@@ -64,7 +71,7 @@ QES_OPTIONS = {
 def _time_config(config: str, model, data, bounds, q: int) -> float:
     name, _, option = config.partition(":")
     pairs = list(zip(bounds[0].tolist(), bounds[1].tolist(), strict=True))
-    tic = time.perf_counter()
+    tic = time.process_time()
     if name == "qes":
         kwargs = get_acqf_input_constructor(qES)(
             model=model, training_data=data, bounds=pairs, **QES_OPTIONS[option]
@@ -86,7 +93,7 @@ def _time_config(config: str, model, data, bounds, q: int) -> float:
             raw_samples=512,
             sequential=sequential,
         )
-    return time.perf_counter() - tic
+    return time.process_time() - tic
 
 
 def main() -> None:
@@ -97,6 +104,13 @@ def main() -> None:
     parser.add_argument("--configs", default="gibbon,qmes,qes")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile one more call of each configuration (top functions by "
+        "cumulative time)",
+    )
+    parser.add_argument("--top", type=int, default=25, help="rows per profile")
     args = parser.parse_args()
     torch.set_num_threads(1)
     problem = get_problem(args.problem)
@@ -128,6 +142,16 @@ def main() -> None:
     for c in configs:
         ratio = statistics.median(ratios[c]) if ratios[c] else float("nan")
         print(f"  {c:14s} {statistics.median(seconds[c]):7.3f}  ({ratio:.2f}x)")
+    if args.profile:
+        for c in configs:
+            profiler = cProfile.Profile()
+            torch.manual_seed(0)
+            profiler.enable()
+            _time_config(c, model, data, bounds, args.q)
+            profiler.disable()
+            print(f"\n=== profile of {c} (top {args.top} by cumulative time) ===")
+            stats = pstats.Stats(profiler).strip_dirs().sort_stats("cumulative")
+            stats.print_stats(args.top)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,19 @@ from botorch_ext.validation import (
 #: keeps ``1 / N`` and its derivative ``-1 / N^2`` far from float64 overflow.
 _NORMALIZER_FLOOR = 1e-100
 
+#: ``qES.forward`` splits batches of t-batches into chunks of about this many
+#: conditioned deviations (``t-batches x num_inner_samples x m``, float64): 4 MiB.
+_CHUNK_ELEMENTS = 2**19
+
+#: Shifted logits below this are raised to it before exponentiating in
+#: ``_factorized_pmax_entropy``: ``exp(-300)`` is about ``5e-131``, so the
+#: exponentials, their pairwise products (about ``3e-261``) and their products
+#: with ``1 / N <= 1 / _NORMALIZER_FLOOR`` stay normal float64 numbers. A pair
+#: that is kept has ``N >= _NORMALIZER_FLOOR = e^{-230}``, so raising terms of at
+#: most ``e^{-300}`` moves ``N`` and every probability by a relative
+#: ``m e^{-70}``, far below float64's rounding.
+_LOG_FLOOR = -300.0
+
 # Fixed diagonal jitter, relative to the mean prior variance, added before the
 # factorizations: enough for clustered representers to factorize without
 # psd_safe_cholesky's adaptive (and discontinuous) jitter, and far below tau^2.
@@ -199,23 +212,43 @@ class qES(MCAcquisitionFunction):
                 f"`representer_points` has dimension {R.shape[-1]}, but `X` has "
                 f"dimension {X.shape[-1]}."
             )
+        prior_dev = self._prior_terms(like=X)[3]
+        # Large batches (e.g. optimize_acqf's raw samples) go through in chunks
+        # of about _CHUNK_ELEMENTS conditioned deviations: t-batches are
+        # independent, and chunks that fit in cache run several times faster.
+        # Only for an unbatched model, whose output batch is X's batch.
+        batch = X.shape[:-2]
+        chunk = max(1, _CHUNK_ELEMENTS // prior_dev.shape[-2:].numel())
+        if prior_dev.dim() == 2 and batch.numel() > chunk:
+            flat = X.reshape(-1, *X.shape[-2:])
+            parts = [self._entropy_reduction(c, R) for c in flat.split(chunk)]
+            return torch.cat(parts).reshape(batch)
+        return self._entropy_reduction(X, R)
+
+    def _entropy_reduction(self, X: Tensor, R: Tensor) -> Tensor:
+        r"""``forward`` on a ``batch_shape x q x d``-dim ``X`` in one piece."""
         q = X.shape[-2]
         mu_R, L_R, z, prior_dev, h_prior = self._prior_terms(like=X)
         w, u = self._base_samples(q=q, like=X)
         tau = self.tau.to(X)
 
         S_XX_noisy, S_RX = self._cross_covariances(X, R)
-        L_X = psd_safe_cholesky(S_XX_noisy)
+        L_X = _small_cholesky(S_XX_noisy)
         # G = S_RX (S_XX + N)^{-1} is the Kalman gain; A = G L_X maps standardized
         # fantasies w to mean shifts, so that mu_R|y = mu_R + A w.
-        A_t = torch.linalg.solve_triangular(L_X, S_RX.transpose(-1, -2), upper=False)
-        G_t = torch.linalg.solve_triangular(L_X.transpose(-1, -2), A_t, upper=True)
+        if q == 1:  # triangular solves with 1 x 1 factors are divisions
+            A_t = S_RX.transpose(-1, -2) / L_X
+            G_t = A_t / L_X
+        else:
+            S_XR = S_RX.transpose(-1, -2)
+            A_t = torch.linalg.solve_triangular(L_X, S_XR, upper=False)
+            G_t = torch.linalg.solve_triangular(L_X.transpose(-1, -2), A_t, upper=True)
         # Joint draw of the simulated observation f_X + eps given the prior draw
         # f_R = mu_R + L_R z: mean part B z and residual part L_V u.
-        B_t = torch.linalg.solve_triangular(L_R, S_RX, upper=False)  # m x q
+        B_t = _solve_shared_lower(L_R, S_RX)  # m x q
         V = S_XX_noisy - B_t.transpose(-1, -2) @ B_t
         jitter_X = _RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(dim1=-2, dim2=-1)
-        L_V = psd_safe_cholesky(V + torch.diag_embed(jitter_X))
+        L_V = _small_cholesky(V + torch.diag_embed(jitter_X))
         sim = z @ B_t + u @ L_V.transpose(-1, -2)  # b x J x q
         # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w.
         post_dev = prior_dev - (sim @ G_t) / tau  # b x J x m
@@ -380,6 +413,35 @@ class qES(MCAcquisitionFunction):
         return z.to(like.device, like.dtype)
 
 
+def _small_cholesky(S: Tensor) -> Tensor:
+    r"""``psd_safe_cholesky`` of a batch of ``q x q`` matrices, ``sqrt`` for q = 1.
+
+    For ``1 x 1`` matrices whose entries are all positive, the factor is the
+    elementwise square root (what LAPACK computes, without one LAPACK call per
+    batch member); anything else goes through ``psd_safe_cholesky`` with its
+    jitter and errors.
+    """
+    if S.shape[-1] == 1 and bool((S > 0).all()):
+        return S.sqrt()
+    return psd_safe_cholesky(S)
+
+
+def _solve_shared_lower(L: Tensor, B: Tensor) -> Tensor:
+    r"""``L^{-1} B`` for a lower-triangular ``L`` (``m x m``) shared by the batch.
+
+    With an unbatched ``L`` and a batched ``B`` (``batch x m x q``), the batch
+    is moved into the columns of one ``m x (batch q)`` right-hand side: one
+    triangular solve instead of one per batch member (each column is solved
+    alone, so the result is the same).
+    """
+    if L.dim() != 2 or B.dim() < 3:
+        return torch.linalg.solve_triangular(L, B, upper=False)
+    batch, m, q = B.shape[:-2], B.shape[-2], B.shape[-1]
+    columns = B.reshape(-1, m, q).permute(1, 0, 2).reshape(m, -1)
+    solved = torch.linalg.solve_triangular(L, columns, upper=False)
+    return solved.reshape(m, -1, q).permute(1, 0, 2).reshape(*batch, m, q)
+
+
 def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     r"""Entropies of softmax-relaxed ``p_max`` for every fantasy.
 
@@ -413,8 +475,12 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     F, J, m = a.shape[-2], d.shape[-2], a.shape[-1]
     a64 = a.double().expand(*batch, F, m).reshape(-1, F, m)
     d64 = d.double().expand(*batch, J, m).reshape(-1, J, m)
-    A = (a64 - a64.detach().amax(dim=-1, keepdim=True)).exp()
-    E = (d64 - d64.detach().amax(dim=-1, keepdim=True)).exp()
+    # Shifted logits are clamped at _LOG_FLOOR so that no exponential, and no
+    # product of two in the matrix products, is subnormal (subnormal arithmetic
+    # is about 100x slower on x86); see _LOG_FLOOR for why this leaves the
+    # entropy unchanged to rounding.
+    A = (a64 - a64.detach().amax(dim=-1, keepdim=True)).clamp_min(_LOG_FLOOR).exp()
+    E = (d64 - d64.detach().amax(dim=-1, keepdim=True)).clamp_min(_LOG_FLOOR).exp()
     N = A @ E.transpose(-1, -2)  # B x F x J
     ok = N >= _NORMALIZER_FLOOR
     inv_N = torch.where(ok, N.clamp_min(_NORMALIZER_FLOOR).reciprocal(), 0.0)
@@ -555,7 +621,8 @@ def draw_representer_points(
             )
             S = cast(GPyTorchPosterior, posterior).distribution.covariance_matrix
             jitter = _RELATIVE_JITTER[pool.dtype] * S.diagonal().mean()
-            L = psd_safe_cholesky(S + jitter * torch.eye(*S.shape[-2:]).to(S))
+            eye = torch.eye(S.shape[-1], dtype=S.dtype, device=S.device)
+            L = psd_safe_cholesky(S + jitter * eye)
             draws = mean.squeeze(-1) + z @ L.transpose(-1, -2)
             chosen = draws.argmax(dim=-1).unique()
             probs[chosen] = 0.0

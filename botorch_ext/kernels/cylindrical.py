@@ -32,6 +32,7 @@ from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
 from botorch_ext.constraints import ReflectedInterval
+from botorch_ext.kernels.cylindrical_gram import CylindricalGram
 from botorch_ext.kernels.radial import Matern52Radial
 from botorch_ext.kernels.spherical import horner, polar_split, sphere_moments
 from botorch_ext.validation import check_positive
@@ -434,11 +435,12 @@ class CylindricalKernel(Kernel):
         Returns:
             The warped radii, same shape.
         """
+        return self._warp(rho, self.alpha, self.beta)
+
+    def _warp(self, rho: Tensor, alpha: Tensor, beta: Tensor) -> Tensor:
         shape = (*self.batch_shape, 1, 1)
         return kumaraswamy_warp(
-            rho.clamp(0.0, 1.0),
-            c0=self.beta.view(shape),
-            c1=self.alpha.view(shape),
+            rho.clamp(0.0, 1.0), c0=beta.view(shape), c1=alpha.view(shape)
         )
 
     def center_similarity(self, dim: int) -> Tensor:
@@ -470,9 +472,18 @@ class CylindricalKernel(Kernel):
         Raises:
             ValueError: If an input lies outside the ball.
         """
+        # The warp's exponents once per call (each is a constraint transform),
+        # and the polar split and warp once when x2 is x1 (a Gram matrix).
+        alpha, beta = self.alpha, self.beta
         rho1, a1, center1 = self.cylindrical(x1)
-        rho2, a2, center2 = self.cylindrical(x2)
-        w1, w2 = self.warp(rho1), self.warp(rho2)
+        w1 = self._warp(rho1, alpha, beta)
+        if x2 is x1:
+            rho2, a2, center2, w2 = rho1, a1, center1, w1
+        else:
+            rho2, a2, center2 = self.cylindrical(x2)
+            w2 = self._warp(rho2, alpha, beta)
+        if self._fused_gram_applies(x1, x2, diag, params):
+            return self._fused_gram(rho1, rho2, w1, w2, a1, a2)
         weights = self.angular_weights
         if diag:
             dot = (a1 * a2).sum(dim=-1)
@@ -491,6 +502,41 @@ class CylindricalKernel(Kernel):
         if self.center_rule == "direction":
             angular = self._fix_center(angular, center1, center2, x1.shape[-1], diag)
         return self._radial(w1, w2, diag, **params) * angular
+
+    def _fused_gram_applies(
+        self, x1: Tensor, x2: Tensor, diag: bool, params: dict[str, Any]
+    ) -> bool:
+        # CylindricalGram covers the default configuration on unbatched inputs:
+        # the "continuous" rule and the default radius kernel's Matern-5/2.
+        k = self.radial_base_kernel
+        return (
+            not diag
+            and not params.get("last_dim_is_batch", False)
+            and self.center_rule == "continuous"
+            and len(self.batch_shape) == 0
+            and x1.dim() == 2
+            and x2.dim() == 2
+            and type(k) is MaternKernel
+            and k.nu == 2.5
+            and k.raw_lengthscale.numel() == 1
+        )
+
+    def _fused_gram(
+        self, rho1: Tensor, rho2: Tensor, w1: Tensor, w2: Tensor, a1: Tensor, a2: Tensor
+    ) -> Tensor:
+        # The "continuous" Gram matrix, M(s1 - s2) H(u1 . u2) / sqrt(N1 N2), with
+        # the n x m work in CylindricalGram; the per-point terms here.
+        weights = self.angular_weights.clamp_min(
+            torch.finfo(self.raw_angular_weights.dtype).eps ** 2
+        )
+        r1 = self._offset_norm(rho1, w1).squeeze(-1)
+        r2 = self._offset_norm(rho2, w2).squeeze(-1)
+        # (Horner's rule returns the weight itself for angular_degree 0.)
+        g1 = horner(weights, r1.square()).expand_as(r1).rsqrt()
+        g2 = horner(weights, r2.square()).expand_as(r2).rsqrt()
+        scale = math.sqrt(5) / self.radial_base_kernel.lengthscale.reshape(())
+        s1, s2 = (w1.squeeze(-1) * scale), (w2.squeeze(-1) * scale)
+        return CylindricalGram.apply(a1, a2, r1, r2, s1, s2, g1, g2, weights)
 
     def _offset_norm(self, rho: Tensor, w: Tensor) -> Tensor:
         # |u| = w(rho) rho / (rho + eps): BoTorch's warp maps rho = 0 to

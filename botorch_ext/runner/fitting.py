@@ -38,6 +38,7 @@ def fit_model(
     kernel: str | Kernel = "default",
     fully_bayesian: bool = False,
     seed: int = 0,
+    initial_hyperparameters: dict[str, Tensor] | None = None,
 ) -> SingleTaskGP:
     r"""Fit a ``SingleTaskGP`` by MAP, or sample its hyperparameters by SGLD.
 
@@ -61,6 +62,10 @@ def fit_model(
             draws, an SGLD step-size grid tuned by MAMBA with a budget of
             ``SGMCMC_BUDGET_STEPS`` iterations, so runs stay reproducible).
         seed: Seeds the sampler (fully Bayesian only).
+        initial_hyperparameters: Values (``named_parameters`` names, raw
+            values) the fit starts from, e.g. a previous fit's; names the model
+            lacks, or of another shape, are ignored. None starts from the
+            model's initial values.
 
     Returns:
         The fitted model, in eval mode.
@@ -81,6 +86,12 @@ def fit_model(
         input_transform=input_transform,
         outcome_transform=outcome_transform(options.outcome_transform),
     )
+    if initial_hyperparameters is not None:
+        with torch.no_grad():
+            for name, parameter in model.named_parameters():
+                value = initial_hyperparameters.get(name)
+                if value is not None and value.shape == parameter.shape:
+                    parameter.copy_(value)
     if fully_bayesian:
         fit_fully_bayesian_model_sgmcmc(
             model,

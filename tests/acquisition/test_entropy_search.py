@@ -509,3 +509,145 @@ class TestFactorizedPmaxEntropy(BotorchTestCase):
             self.assertAllClose(h.detach(), torch.zeros_like(h.detach()))
             (grad,) = torch.autograd.grad(h.sum(), a)
             self.assertTrue(torch.isfinite(grad).all())
+
+
+def _reference_factorized_entropy(a, d):
+    """``_factorized_pmax_entropy`` before its exponent floor: the shifted
+    logits exponentiated as they are (subnormals and zeros included)."""
+    F, J, m = a.shape[-2], d.shape[-2], a.shape[-1]
+    batch = torch.broadcast_shapes(a.shape[:-2], d.shape[:-2])
+    a64 = a.double().expand(*batch, F, m).reshape(-1, F, m)
+    d64 = d.double().expand(*batch, J, m).reshape(-1, J, m)
+    A = (a64 - a64.detach().amax(dim=-1, keepdim=True)).exp()
+    E = (d64 - d64.detach().amax(dim=-1, keepdim=True)).exp()
+    N = A @ E.mT
+    floor = entropy_search._NORMALIZER_FLOOR
+    ok = N >= floor
+    inv_N = torch.where(ok, N.clamp_min(floor).reciprocal(), 0.0)
+    p = A * (inv_N @ E) / J
+    if not bool(ok.all()):
+        b_idx, f_idx, j_idx = (~ok).nonzero(as_tuple=True)
+        direct = torch.softmax(a64[b_idx, f_idx] + d64[b_idx, j_idx], dim=-1) / J
+        p = p.index_put((b_idx, f_idx), direct, accumulate=True)
+    h = -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(dim=-1)
+    return h.reshape(*batch, F).to(a.dtype)
+
+
+def _reference_forward(acqf, X):
+    """``qES.forward``'s arithmetic in one piece, with LAPACK Cholesky factors
+    and a triangular solve per t-batch for every q (no q = 1 shortcut, no
+    chunking, no exponent floor): the slow path of the fast one."""
+    from linear_operator.utils.cholesky import psd_safe_cholesky
+
+    R = acqf.representer_points.to(X)
+    mu_R, L_R, z, prior_dev, h_prior = acqf._prior_terms(like=X)
+    w, u = acqf._base_samples(q=X.shape[-2], like=X)
+    tau = acqf.tau.to(X)
+    S_XX_noisy, S_RX = acqf._cross_covariances(X, R)
+    L_X = psd_safe_cholesky(S_XX_noisy)
+    A_t = torch.linalg.solve_triangular(L_X, S_RX.mT, upper=False)
+    G_t = torch.linalg.solve_triangular(L_X.mT, A_t, upper=True)
+    B_t = torch.linalg.solve_triangular(L_R, S_RX, upper=False)
+    V = S_XX_noisy - B_t.mT @ B_t
+    jitter = entropy_search._RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(
+        dim1=-2, dim2=-1
+    )
+    L_V = psd_safe_cholesky(V + torch.diag_embed(jitter))
+    sim = z @ B_t + u @ L_V.mT
+    post_dev = prior_dev - (sim @ G_t) / tau
+    means = mu_R.unsqueeze(-2) + (w @ A_t) / tau
+    return h_prior - _reference_factorized_entropy(means, post_dev).mean(dim=-1)
+
+
+class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
+    r"""``qES``'s fast paths (chunked batches, the q = 1 square root and
+    divisions, one triangular solve for the whole batch, the exponent floor)
+    against the same arithmetic without them (``_reference_forward``).
+
+    Tolerance: values within ``64 eps |value| + 64 eps`` and gradients within
+    ``1024 eps`` (relative to the largest gradient entry) of the dtype; the
+    paths differ only in the order of float operations."""
+
+    def _check(self, acqf, X, dtype):
+        eps = torch.finfo(dtype).eps
+        X = X.clone().requires_grad_(True)
+        got = acqf(X)
+        (got_grad,) = torch.autograd.grad(got.sum(), X)
+        X_ref = X.detach().clone().requires_grad_(True)
+        want = _reference_forward(acqf, X_ref)
+        (want_grad,) = torch.autograd.grad(want.sum(), X_ref)
+        self.assertEqual(got.shape, want.shape)
+        self.assertAllClose(got, want, atol=64 * eps, rtol=64 * eps)
+        scale = want_grad.abs().max().item()
+        self.assertGreater(scale, 0.0)
+        self.assertAllClose(got_grad, want_grad, atol=1024 * eps * scale, rtol=0.0)
+
+    def test_forward_agrees_with_slow_path(self):
+        for dtype, q in itertools.product((torch.float, torch.double), (1, 2)):
+            tkw = {"device": self.device, "dtype": dtype}
+            gen = torch.Generator().manual_seed(5)
+            X_train = torch.rand(12, 3, generator=gen, dtype=torch.double)
+            Y = torch.sin(5.0 * X_train).sum(-1, keepdim=True)
+            model = SingleTaskGP(
+                X_train.to(**tkw), Y.to(**tkw), outcome_transform=Standardize(m=1)
+            ).eval()
+            model.covar_module.lengthscale = 0.25
+            model.likelihood.noise = 1e-4
+            R = torch.rand(24, 3, generator=gen, dtype=torch.double).to(**tkw)
+            # A small tau spreads the logits over hundreds of units, so that
+            # some shifted logits fall below the exponent floor.
+            acqf = qES(model, representer_points=R, tau=1e-3, num_inner_samples=64)
+            X = torch.rand(300, q, 3, generator=gen, dtype=torch.double).to(**tkw)
+            # 300 t-batches of 64 x 24 deviations: 2**19 elements make 341 per
+            # chunk, so patch the chunk size down to exercise the split.
+            self._check(acqf, X, dtype)
+            original = entropy_search._CHUNK_ELEMENTS
+            try:
+                entropy_search._CHUNK_ELEMENTS = 64 * 24 * 7
+                self._check(acqf, X, dtype)
+                self._check(acqf, X.reshape(30, 10, q, 3), dtype)
+            finally:
+                entropy_search._CHUNK_ELEMENTS = original
+
+    def test_exponent_floor_is_reached_and_harmless(self):
+        # Logits spread over thousands of units: most exponentials would be
+        # subnormal or zero without the floor; entropies and gradients agree.
+        for dtype in (torch.float, torch.double):
+            gen = torch.Generator().manual_seed(1)
+            a = 400.0 * torch.randn(6, 8, 16, generator=gen, dtype=torch.double)
+            d = 400.0 * torch.randn(6, 32, 16, generator=gen, dtype=torch.double)
+            a = a.to(device=self.device, dtype=dtype).requires_grad_(True)
+            d = d.to(device=self.device, dtype=dtype).requires_grad_(True)
+            shifted = d.detach().double() - d.detach().double().amax(-1, keepdim=True)
+            self.assertTrue((shifted < entropy_search._LOG_FLOOR).any())
+            got = entropy_search._factorized_pmax_entropy(a, d)
+            want = _reference_factorized_entropy(a, d)
+            eps = torch.finfo(dtype).eps
+            self.assertAllClose(got, want, atol=64 * eps, rtol=64 * eps)
+            for g, w in zip(
+                torch.autograd.grad(got.sum(), (a, d)),
+                torch.autograd.grad(want.sum(), (a, d)),
+                strict=True,
+            ):
+                scale = w.abs().max().item()
+                self.assertAllClose(g, w, atol=1024 * eps * scale, rtol=0.0)
+
+    def test_small_cholesky_and_shared_solve(self):
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            eps = torch.finfo(dtype).eps
+            S = torch.tensor([[[4.0]], [[0.25]]], **tkw)
+            self.assertAllClose(
+                entropy_search._small_cholesky(S), torch.linalg.cholesky(S)
+            )
+            # A non-positive 1 x 1 matrix goes to psd_safe_cholesky's jitter.
+            zero = torch.zeros(1, 1, 1, **tkw)
+            L = entropy_search._small_cholesky(zero)
+            self.assertTrue((L > 0).all())
+            gen = torch.Generator().manual_seed(2)
+            M = torch.randn(5, 5, generator=gen, dtype=torch.double)
+            L = torch.linalg.cholesky(M @ M.mT + 5 * torch.eye(5, dtype=M.dtype))
+            B = torch.randn(3, 4, 5, 2, generator=gen, dtype=torch.double)
+            got = entropy_search._solve_shared_lower(L.to(**tkw), B.to(**tkw))
+            want = torch.linalg.solve_triangular(L, B, upper=False)
+            self.assertAllClose(got, want.to(dtype), atol=64 * eps, rtol=64 * eps)

@@ -654,6 +654,94 @@ class TestCylindricalKernel(BotorchTestCase):
         self.assertTrue(torch.isfinite(diff.grad).all())
 
 
+class TestFusedGramAgreesWithAutogradPath(BotorchTestCase):
+    r"""``CylindricalGram`` (the default configuration on unbatched inputs)
+    against the kernel's autograd path on the same inputs.
+
+    Tolerance: values within ``64 eps`` (the Gram entries are at most 1) and
+    gradients within ``1024 eps`` times the largest gradient entry, ``eps`` the
+    dtype's; the two paths differ only in the order of float operations."""
+
+    def _kernels(self, dtype, weights=(0.1, 0.5, 0.15, 0.25), **kwargs):
+        kwargs["angular_degree"] = len(weights) - 1
+        fast = CylindricalKernel(**kwargs).to(device=self.device, dtype=dtype)
+        fast.alpha, fast.beta = 0.7, 1.6
+        fast.angular_weights = list(weights)
+        fast.radial_base_kernel.lengthscale = 0.4
+        slow = CylindricalKernel(**kwargs).to(device=self.device, dtype=dtype)
+        slow.load_state_dict(fast.state_dict())
+        slow._fused_gram_applies = lambda *args: False
+        return fast, slow
+
+    def _compare(self, fast, slow, x1, x2, dtype):
+        # x2 None: the Gram matrix of x1 alone (the kernel sees x2 is x1).
+        eps = torch.finfo(dtype).eps
+        results = []
+        for k in (fast, slow):
+            k.zero_grad()
+            a = x1.detach().clone().requires_grad_(True)
+            b = a if x2 is None else x2.detach().clone().requires_grad_(True)
+            K = k(a).to_dense() if x2 is None else k(a, b).to_dense()
+            # A non-uniform upstream gradient, so that every entry counts.
+            weight = torch.linspace(-1.0, 2.0, K.numel()).reshape(K.shape).to(K)
+            (K * weight).sum().backward()
+            params = [p.grad for p in k.parameters()]
+            results.append((K.detach(), [a.grad, b.grad, *params]))
+        (K_fast, g_fast), (K_slow, g_slow) = results
+        self.assertAllClose(K_fast, K_slow, atol=64 * eps, rtol=0.0)
+        for got, want in zip(g_fast, g_slow, strict=True):
+            self.assertIsNotNone(got)
+            scale = want.abs().max().item()
+            self.assertAllClose(got, want, atol=1024 * eps * scale, rtol=0.0)
+
+    def test_values_and_gradients(self):
+        from botorch_ext.kernels import cylindrical_gram
+
+        for dtype, floor in itertools.product(
+            (torch.float, torch.double), (None, 0.05)
+        ):
+            fast, slow = self._kernels(dtype, angular_weights_floor=floor)
+            gen = torch.Generator().manual_seed(0)
+            x1 = torch.rand(40, 6, generator=gen, dtype=torch.double)
+            x2 = torch.rand(30, 6, generator=gen, dtype=torch.double)
+            x1[0] = 0.5  # the center
+            x2[3] = 1.0  # a corner, on the ball's boundary
+            x1, x2 = x1.to(device=self.device, dtype=dtype), x2.to(x1.device, dtype)
+            self._compare(fast, slow, x1, x2, dtype)
+            self._compare(fast, slow, x1, x1, dtype)
+            self._compare(fast, slow, x1, None, dtype)
+            # Several row blocks, the last one short.
+            original = cylindrical_gram.BLOCK_ELEMENTS
+            try:
+                cylindrical_gram.BLOCK_ELEMENTS = 7 * 30
+                self._compare(fast, slow, x1, x2, dtype)
+            finally:
+                cylindrical_gram.BLOCK_ELEMENTS = original
+            # Lower angular degrees (a constant angular kernel at degree 0).
+            for weights in ((1.0,), (0.3, 0.7)):
+                fast, slow = self._kernels(dtype, weights=weights)
+                self._compare(fast, slow, x1, x2, dtype)
+
+    def test_other_configurations_keep_the_autograd_path(self):
+        k = CylindricalKernel()
+        x = torch.rand(5, 3)
+        self.assertTrue(k._fused_gram_applies(x, x, False, {}))
+        self.assertFalse(k._fused_gram_applies(x, x, True, {}))
+        self.assertFalse(k._fused_gram_applies(x.expand(2, 5, 3), x, False, {}))
+        self.assertFalse(
+            CylindricalKernel(center_rule="direction")._fused_gram_applies(
+                x, x, False, {}
+            )
+        )
+        self.assertFalse(
+            CylindricalKernel(batch_shape=torch.Size([2]))._fused_gram_applies(
+                x, x, False, {}
+            )
+        )
+        rbf = CylindricalKernel(radial_base_kernel=MaternKernel(nu=1.5))
+        self.assertFalse(rbf._fused_gram_applies(x, x, False, {}))
+
+
 class TestCylindricalKernelInBoTorch(BotorchTestCase):
     def test_fit_and_optimize_acqf(self):
         for dtype in (torch.float, torch.double):

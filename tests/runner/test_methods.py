@@ -1,3 +1,4 @@
+import io
 import math
 from unittest import mock
 
@@ -422,3 +423,82 @@ class TestAuthorsTurbo(BotorchTestCase):
         # The package's own turbo methods keep TuRBO's default tolerance.
         default = get_method("turbo").new_run()
         self.assertIsNone(default.failure_tolerance)
+
+
+class TestWarmStart(BotorchTestCase):
+    def _data(self, n=10, d=3):
+        gen = torch.Generator().manual_seed(0)
+        X = torch.rand(n, d, generator=gen, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
+        return X, Y, bounds
+
+    def test_fit_model_starts_at_the_given_hyperparameters(self):
+        X, Y, _ = self._data()
+        fitted = fit_model(X, Y, MethodOptions(), kernel="bock")
+        start = {n: p.detach().clone() for n, p in fitted.named_parameters()}
+        start["not.a.parameter"] = torch.zeros(2)  # ignored
+        start["likelihood.noise_covar.raw_noise"] = torch.zeros(5)  # wrong shape
+        with mock.patch.object(fitting, "fit_gpytorch_mll") as fit:
+            model = fit_model(
+                X, Y, MethodOptions(), kernel="bock", initial_hyperparameters=start
+            )
+        fit.assert_called_once()
+        for name, p in model.named_parameters():
+            if name == "likelihood.noise_covar.raw_noise":
+                self.assertFalse(torch.equal(p, start[name].reshape(-1)[:1]))
+                continue
+            self.assertTrue(torch.equal(p, start[name]), name)
+
+    def test_warm_started_runs_start_from_their_previous_fit(self):
+        import inspect
+
+        from botorch_ext.runner.acquisition import WarmStartMethod, acquisition_method
+
+        self.assertIs(
+            inspect.signature(acquisition_method).parameters["warm_start"].default,
+            False,
+        )
+        # The runner's bock fits every iteration from the kernel's initial values.
+        self.assertFalse(hasattr(get_method("bock"), "new_run"))
+        method = acquisition_method(
+            methods.qLogNoisyExpectedImprovement, kernel="bock", warm_start=True
+        )
+        self.assertIsInstance(method, WarmStartMethod)
+        X, Y, bounds = self._data()
+        options = MethodOptions(num_restarts=2, raw_samples=16)
+        run = method.new_run()
+        self.assertIsNone(run.hyperparameters)
+        starts = []
+        original = acquisition.fit_model
+
+        def spy(*args, **kwargs):
+            starts.append(kwargs["initial_hyperparameters"])
+            return original(*args, **kwargs)
+
+        with mock.patch.object(acquisition, "fit_model", side_effect=spy):
+            run(X[:8], Y[:8], bounds, 1, 0, options)
+            first = {n: v.clone() for n, v in run.hyperparameters.items()}
+            run(X, Y, bounds, 1, 0, options)
+            # A fresh run starts cold again.
+            method.new_run()(X, Y, bounds, 1, 0, options)
+        self.assertIsNone(starts[0])
+        self.assertEqual(set(starts[1]), set(first))
+        for name, value in first.items():
+            self.assertTrue(torch.equal(starts[1][name], value), name)
+        self.assertIsNone(starts[2])
+        self.assertIn("fit_seconds", run.timings)
+        self.assertIn("warp", run.diagnostics)
+        # The run's state is saved with torch.save on checkpoints.
+        buffer = io.BytesIO()
+        torch.save(run, buffer)
+        buffer.seek(0)
+        restored = torch.load(buffer, weights_only=False)
+        for name, value in run.hyperparameters.items():
+            self.assertTrue(torch.equal(restored.hyperparameters[name], value))
+        with self.assertRaisesRegex(ValueError, "warm_start"):
+            acquisition_method(
+                methods.qLogNoisyExpectedImprovement,
+                fully_bayesian=True,
+                warm_start=True,
+            )

@@ -230,7 +230,7 @@ class TestEULBOAblations(BotorchTestCase):
 
         self.assertEqual(
             set(bock_ablations.ABLATIONS),
-            {"bock-continuous", "bock-direction", "bock-scaled"},
+            {"bock-continuous", "bock-direction", "bock-scaled", "bock-warm"},
         )
         spec = "benchmarks.bock.ablations:bock_direction"
         self.addCleanup(_forget, spec)
