@@ -1,9 +1,10 @@
 r"""Summarize runner grids: means ± standard errors, paired differences, curves.
 
-Reads every ``*/results.csv`` under the given folders, and a folder's own
-``results.csv`` (a ``compare`` grid) (runs are keyed by method and seed; a later
-folder does not override an earlier one; ``FOLDER::m1,m2`` takes only those methods
-from that folder, ``FOLDER::m1=alias`` renames one), keeps the runs that reached
+Reads every ``*/results.csv`` (or ``results.csv.gz``) under the given folders, and a
+folder's own ``results.csv`` (a ``compare`` grid) (runs are keyed by method and
+seed; a later folder does not override an earlier one; ``FOLDER::m1,m2`` takes
+only those methods from that folder, ``FOLDER::m1=alias`` renames one), keeps the
+runs that reached
 ``--at`` evaluations and prints Markdown:
 
 * per method: seeds, best value at ``--at`` (mean ± standard error, minimization
@@ -30,12 +31,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
 import matplotlib
+
+from botorch_ext.runner.results import stored_results_path
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -50,11 +54,16 @@ def load(folders: list[str], methods: set[str] | None) -> dict:
         alias = dict(
             (item.split("=") + [item])[:2] for item in filter(None, only.split(","))
         )
-        paths = sorted(Path(folder).glob("*/results.csv"))
-        if (Path(folder) / "results.csv").exists():  # a `compare` grid's one file
-            paths.insert(0, Path(folder) / "results.csv")
+        paths = sorted(
+            p for pattern in ("*/results.csv", "*/results.csv.gz")
+            for p in Path(folder).glob(pattern)
+        )  # fmt: skip
+        own = stored_results_path(Path(folder))  # a `compare` grid's one file
+        if own is not None:
+            paths.insert(0, own)
         for path in paths:
-            with open(path) as fh:
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt") as fh:
                 grouped: dict[tuple[str, int], list[dict]] = defaultdict(list)
                 for row in csv.DictReader(fh):
                     grouped[(row["method"], int(row["seed"]))].append(row)

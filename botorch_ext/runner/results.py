@@ -17,6 +17,7 @@ changed: the resume stops and names the line.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import os
@@ -175,6 +176,9 @@ def read_results(path: Path, repair: bool = False) -> StoredResults:
     field that does not parse, bytes that are not text) raises and changes
     nothing.
 
+    A file named ``*.gz`` is read through gzip (results stored compressed, e.g.
+    in the benchmarks); it cannot be repaired in place.
+
     Args:
         path: The file.
         repair: Cut an incomplete last line from the file (only once every
@@ -184,10 +188,20 @@ def read_results(path: Path, repair: bool = False) -> StoredResults:
         The header, the parsed rows and the dropped line.
 
     Raises:
-        ValueError: Naming the first damaged line and what to do.
+        ValueError: Naming the first damaged line and what to do, or for
+            ``repair`` of a compressed file.
     """
     path = Path(path)
     data = path.read_bytes()
+    if path.suffix == ".gz":
+        if repair:
+            raise ValueError(f"cannot repair the compressed file {str(path)!r}")
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise ValueError(
+                f"{str(path)!r} is not a complete gzip file ({e})"
+            ) from None
     partial = b""
     if data and not data.endswith(b"\n"):
         cut = data.rfind(b"\n") + 1
@@ -257,7 +271,8 @@ def load_results(directories: Sequence[Path]) -> list[dict]:
         >>> rows = load_results([Path("results-seeds-0-4"), Path("results-seeds-5-9")])
 
     Args:
-        directories: Output directories of ``run`` or ``compare``.
+        directories: Output directories of ``run`` or ``compare`` (each with a
+            ``results.csv``, or a ``results.csv.gz``).
 
     Returns:
         All complete rows (an incomplete last line is skipped), in file order.
@@ -274,8 +289,8 @@ def load_results(directories: Sequence[Path]) -> list[dict]:
         if Path(directory).resolve() in given:
             raise ValueError(f"directory {str(directory)!r} is given twice")
         given.add(Path(directory).resolve())
-        path = Path(directory) / "results.csv"
-        if not path.is_file():
+        path = stored_results_path(Path(directory))
+        if path is None:
             raise ValueError(f"no results.csv in {str(directory)!r}")
         stored = read_results(path)
         for row in stored.rows:
@@ -288,6 +303,18 @@ def load_results(directories: Sequence[Path]) -> list[dict]:
                 )
             rows.append(row)
     return rows
+
+
+def stored_results_path(directory: Path) -> Path | None:
+    r"""A directory's ``results.csv``, or its compressed ``results.csv.gz``, or None.
+
+    Example:
+        >>> stored_results_path(Path("benchmarks/eulbo/results/authors/aabo/elbo-0"))
+    """
+    for name in ("results.csv", "results.csv.gz"):
+        if (directory / name).is_file():
+            return directory / name
+    return None
 
 
 def count_rows(path: Path) -> int:

@@ -103,6 +103,35 @@ class TestCsvWriterAndReader(BotorchTestCase):
             with open(path) as f:
                 self.assertEqual(len(list(csv.DictReader(f))), len(rows))
 
+    def test_compressed_results_read_like_the_plain_file(self):
+        # results.csv.gz: the same rows from read_results and load_results;
+        # a plain results.csv is preferred when both are there.
+        import gzip
+
+        from botorch_ext.runner.results import load_results, stored_results_path
+
+        rows = _rows()
+        with tempfile.TemporaryDirectory() as tmp:
+            plain = Path(tmp) / "plain" / "results.csv"
+            plain.parent.mkdir()
+            writer = CsvWriter(plain, columns(2))
+            for row in rows:
+                writer.write(row)
+            writer.close()
+            packed = Path(tmp) / "packed" / "results.csv.gz"
+            packed.parent.mkdir()
+            packed.write_bytes(gzip.compress(plain.read_bytes()))
+            self.assertEqual(read_results(packed).rows, rows)
+            self.assertEqual(stored_results_path(packed.parent), packed)
+            self.assertEqual(stored_results_path(plain.parent), plain)
+            self.assertIsNone(stored_results_path(Path(tmp)))
+            self.assertEqual(load_results([packed.parent]), rows)
+            with self.assertRaisesRegex(ValueError, "cannot repair"):
+                read_results(packed, repair=True)
+            packed.write_bytes(gzip.compress(plain.read_bytes())[:-30])
+            with self.assertRaisesRegex(ValueError, "not a complete gzip file"):
+                read_results(packed)
+
     def test_damaged_complete_line_is_an_error(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "results.csv"
