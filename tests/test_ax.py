@@ -731,7 +731,7 @@ class TestStorage(BotorchTestCase):
 #: (and of the options themselves), by group; a field added to the options must
 #: be added here, or the round-trip test below fails.
 NON_DEFAULT_OPTIONS = {
-    "elbo": {"optimizer": "adam", "lbfgs_max_iter": 123},
+    "elbo": {"optimizer": "adam", "lbfgs_max_iter": 123, "epochs": 4},
     "adam": {"lr_w": 0.0203, "lr_x": 0.0047, "batch_size": 17, "grad_clip": 3.5},
     "stopping": {
         "convergence": "epochs",
@@ -742,12 +742,13 @@ NON_DEFAULT_OPTIONS = {
         "patience": 7,
         "max_epochs": 11,
     },
-    "warm_start": {"num_restarts": 3, "raw_samples": 48},
+    "warm_start": {"num_restarts": 3, "raw_samples": 48, "acquisition": "qei-noisy"},
     "utility": {"num_mc_samples": 19, "num_fantasies": 5, "num_quadrature_points": 7},
     "joint": {
         "optimizer": "adam",
         "parameters": ("variational", "inducing_points"),
         "max_iter": 13,
+        "retries": 2,
     },
     None: {"lbfgs_max_n": 1234},
 }
