@@ -215,6 +215,18 @@ class TestMSweepSummary(unittest.TestCase):
             out = io.StringIO()
             with redirect_stdout(out):
                 msweep.summary(",".join(paths), 140, markdown=True)
+            # Stored gzipped (only `path.gz` exists), the same paths give the same.
+            import gzip
+            import os
+
+            for path in paths:
+                with open(path, "rb") as fh, gzip.open(path + ".gz", "wb") as gz:
+                    gz.write(fh.read())
+                os.remove(path)
+            packed = io.StringIO()
+            with redirect_stdout(packed):
+                msweep.summary(",".join(paths), 140, markdown=True)
+            self.assertEqual(packed.getvalue(), out.getvalue())
         table = {}
         for line in out.getvalue().splitlines()[2:]:
             cells = [c.strip() for c in line.strip("|").split("|")]

@@ -38,11 +38,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import math
 import os
 import statistics
 import time
 from collections import defaultdict
+from typing import TextIO
 
 FIELDS = [
     "problem", "method", "m", "seed", "n_evals", "best_value", "step_seconds",
@@ -122,11 +124,22 @@ def _method(name: str):
     return get_method(name)
 
 
+def open_rows(path: str) -> TextIO:
+    r"""``path`` for reading, or ``path + ".gz"`` where only that exists.
+
+    The stored results of ``benchmarks/eulbo/results/msweep/`` are gzipped; the
+    commands that name them keep naming the ``.csv`` files.
+    """
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", "rt", newline="")
+    return open(path, newline="")
+
+
 def _written(path: str) -> set:
     r"""``(method, m, seed, n_evals)`` of the rows in ``path``."""
-    if not os.path.exists(path):
+    if not os.path.exists(path) and not os.path.exists(path + ".gz"):
         return set()
-    with open(path) as handle:
+    with open_rows(path) as handle:
         return {
             (r["method"], int(r["m"]), int(r["seed"]), int(r["n_evals"]))
             for r in csv.DictReader(handle)
@@ -138,7 +151,10 @@ def _done(path: str, budget: int) -> set:
 
 
 def summary(path: str, at: int, markdown: bool = False, after: int = 0) -> None:
-    rows = [r for p in path.split(",") for r in csv.DictReader(open(p))]
+    rows = []
+    for p in path.split(","):
+        with open_rows(p) as handle:
+            rows += list(csv.DictReader(handle))
     if after >= at:
         raise ValueError(f"`after` ({after}) must be below `at` ({at}).")
     final = {}
