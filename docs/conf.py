@@ -115,7 +115,8 @@ nitpick_ignore_regex = [
         r"py:.*",
         r"Tensor|Model|SingleTaskGP|PosteriorTransform|MCSampler|"
         r"MCAcquisitionObjective|OutcomeTransform|InputTransform|Kernel|Prior|"
-        r"Interval|Module|Mean|Likelihood|InducingPointAllocator|UnsupportedError|"
+        r"Interval|Module|Mean|Likelihood|GaussianLikelihood|InducingPointAllocator|"
+        r"UnsupportedError|"
         r"_DefaultType|Path",
     ),
 ]

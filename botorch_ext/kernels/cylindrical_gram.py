@@ -16,7 +16,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-#: Rows per block: about this many ``n x m`` entries (float64: 512 KiB).
+#: The entries of one row block of the Gram matrix, about ``rows x m`` (float64:
+#: 512 KiB); the rows per block follow from it.
 BLOCK_ELEMENTS = 2**16
 
 
