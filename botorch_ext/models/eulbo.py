@@ -69,7 +69,7 @@ from botorch_ext.models.eulbo_state import (
     rescale_carried_state,
     transform_training_data,
 )
-from botorch_ext.validation import check_positive, check_positive_int
+from botorch_ext.validation import check_finite, check_positive, check_positive_int
 
 
 class EULBOModel(SingleTaskVariationalGP):
@@ -290,6 +290,7 @@ class EULBOModel(SingleTaskVariationalGP):
         self.train_Y_std = Y_std
         self.incumbent: Tensor | None = None
         if incumbent is not None:
+            check_finite("incumbent", torch.as_tensor(incumbent))
             best = torch.as_tensor(incumbent, dtype=train_Y.dtype).reshape(1, 1)
             self.incumbent = outcome_transform(best.to(train_Y))[0].squeeze()
         self.num_inducing_points = m

@@ -390,6 +390,18 @@ class TestAuthorsPreset(BotorchTestCase):
             else:
                 self.assertEqual(model.last_optimization, {})
 
+    def test_a_non_finite_incumbent_is_refused(self):
+        from botorch_ext.models import EULBOModel
+
+        X = torch.rand(6, 2, dtype=torch.double)
+        Y = X.sum(-1, keepdim=True)
+        for bad in (math.nan, math.inf):
+            with self.assertRaisesRegex(ValueError, "`incumbent`"):
+                EULBOModel(X, Y, num_inducing_points=4, incumbent=bad)
+        model = EULBOModel(X, Y, num_inducing_points=4, incumbent=5.0)
+        expected = (5.0 - Y.mean()) / Y.std()
+        self.assertAllClose(model.best_f(), expected)
+
     def test_preset_refuses_other_settings(self):
         from botorch_ext.runner.svgp import SVGPMethod
 
