@@ -13,7 +13,7 @@ from botorch_ext.acquisition import (
     qSoftPI,
     qUCB,
 )
-from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.kernels import BOCKKernel, deprecated_kernel_alias
 from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import TurboState
 from botorch_ext.sgmcmc import (
@@ -33,7 +33,7 @@ except PackageNotFoundError:  # running from a source tree without installing
 
 __all__ = [
     "__version__",
-    "CylindricalKernel",
+    "BOCKKernel",
     "EULBOModel",
     "EULBOOptions",
     "SGMCMCFullyBayesianSingleTaskGP",
@@ -51,3 +51,10 @@ __all__ = [
     "sghmc",
     "sgld",
 ]
+
+
+def __getattr__(name: str) -> type[BOCKKernel]:
+    # `CylindricalKernel`, the name up to 0.2.0: a deprecated alias.
+    if name == "CylindricalKernel":
+        return deprecated_kernel_alias()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -121,7 +121,7 @@ nitpick_ignore_regex = [
     ),
 ]
 # botorch_ext.kernels.cylindrical's private marker for "the documented default
-# prior" (DEFAULT), named in CylindricalKernel's signature; its meaning is in the
+# prior" (DEFAULT), named in BOCKKernel's signature; its meaning is in the
 # Args.
 nitpick_ignore = [("py:class", "_Default")]
 

@@ -11,7 +11,7 @@ from botorch.utils.testing import BotorchTestCase
 
 import botorch_ext.ax
 from botorch_ext.acquisition import qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB
-from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.kernels import BOCKKernel
 from botorch_ext.models import EULBOModel, EULBOOptions
 
 DIM = 6
@@ -47,7 +47,7 @@ def _client():
         generator_kwargs={
             "botorch_acqf_class": qUCB,
             "surrogate_spec": SurrogateSpec(
-                model_configs=[ModelConfig(covar_module_class=CylindricalKernel)]
+                model_configs=[ModelConfig(covar_module_class=BOCKKernel)]
             ),
         },
         # Small acquisition optimization: this tests storage, not BO quality.
@@ -87,12 +87,12 @@ class TestAx(BotorchTestCase):
             set(botorch_ext.ax.acquisition_functions()),
             {qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB},
         )
-        self.assertEqual(botorch_ext.ax.kernel_classes(), (CylindricalKernel,))
+        self.assertEqual(botorch_ext.ax.kernel_classes(), (BOCKKernel,))
         botorch_ext.ax.register()
         botorch_ext.ax.register()  # idempotent
         for base, classes in (
             (AcquisitionFunction, (qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB)),
-            (Kernel, (CylindricalKernel,)),
+            (Kernel, (BOCKKernel,)),
         ):
             for cls in classes:
                 self.assertEqual(CLASS_TO_REGISTRY[base][cls], cls.__name__)
@@ -166,13 +166,19 @@ class TestAx(BotorchTestCase):
             text = path.read_text()
             json.loads(text)  # a complete file
             self.assertIn('"qUCB"', text)
-            self.assertIn('"CylindricalKernel"', text)
+            self.assertIn('"BOCKKernel"', text)
             loaded = Client.load_from_json_file(str(path))
+            # A file stored under the kernel's name up to 0.2.0 still loads.
+            path.write_text(text.replace('"BOCKKernel"', '"CylindricalKernel"'))
+            old = Client.load_from_json_file(str(path))
+        old_node = old._generation_strategy._curr
+        old_config = old_node.generator_specs[0].generator_kwargs["surrogate_spec"]
+        self.assertIs(old_config.model_configs[0].covar_module_class, BOCKKernel)
         node = loaded._generation_strategy._curr
         kwargs = node.generator_specs[0].generator_kwargs
         self.assertIs(kwargs["botorch_acqf_class"], qUCB)
         model_config = kwargs["surrogate_spec"].model_configs[0]
-        self.assertIs(model_config.covar_module_class, CylindricalKernel)
+        self.assertIs(model_config.covar_module_class, BOCKKernel)
         _run_trials(loaded, 2)
         trials = loaded._experiment.trials
         self.assertEqual(len(trials), 10)

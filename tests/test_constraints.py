@@ -2,7 +2,7 @@ r"""Constraints that hold under any optimizer.
 
 ``ReflectedInterval`` against hand-computed reflections; MAP fits with it equal to
 those with an untransformed box; and every bounded hyperparameter of the package's
-kernels (BOCK's ``CylindricalKernel``, the runner's kernels) stays in its box under
+kernels (BOCK's ``BOCKKernel``, the runner's kernels) stays in its box under
 200 Adam steps with step size 1 on a loss that pushes it outward, and along an
 SGLD chain.
 """
@@ -22,7 +22,7 @@ from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_ext.constraints import ReflectedInterval
-from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.kernels import BOCKKernel
 from botorch_ext.runner.methods import KERNELS
 from botorch_ext.sgmcmc import sgld
 from botorch_ext.sgmcmc.fully_bayesian import HyperparameterPosterior
@@ -172,7 +172,7 @@ class TestBoxesHoldUnderAnyOptimizer(BotorchTestCase):
         models["cylindrical-defaults"] = SingleTaskGP(
             X,
             Y,
-            covar_module=ScaleKernel(CylindricalKernel(center_rule="direction")),
+            covar_module=ScaleKernel(BOCKKernel(center_rule="direction")),
             likelihood=GaussianLikelihood(),
         ).to(**tkw)
         return models
@@ -193,7 +193,7 @@ class TestBoxesHoldUnderAnyOptimizer(BotorchTestCase):
                     self.assertTrue(constraint.enforced, f"{name}: {pname}")
         # The starting values are unchanged: the identity warp, lengthscale 1,
         # the Matern floor's prior mode.
-        k = CylindricalKernel()
+        k = BOCKKernel()
         self.assertEqual((k.alpha.item(), k.beta.item()), (1.0, 1.0))
         self.assertEqual(k.radial_base_kernel.lengthscale.item(), 1.0)
         matern, _ = KERNELS["matern"](20)

@@ -1,4 +1,4 @@
-r"""Gram-matrix cost of ``CylindricalKernel`` against an ARD Matern-5/2 kernel.
+r"""Gram-matrix cost of ``BOCKKernel`` against an ARD Matern-5/2 kernel.
 
 One "call" is ``k(X).to_dense()`` on ``n`` points followed by ``K.sum().backward()``;
 ``X`` holds the cube's center, as BOCK's training sets do, plus uniform points.
@@ -38,7 +38,7 @@ import torch
 from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
 from gpytorch.kernels import MaternKernel
 
-from botorch_ext.kernels import CylindricalKernel  # noqa: E402
+from botorch_ext.kernels import BOCKKernel  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import OtherCPU, environment, write_csv  # noqa: E402
@@ -85,7 +85,7 @@ def main() -> None:
         # BOCK's runs start at the cube's center, so training sets contain it.
         X[0] = 0.5
         kernels = {
-            "cylindrical": CylindricalKernel().double(),
+            "cylindrical": BOCKKernel().double(),
             "matern_ard": MaternKernel(nu=2.5, ard_num_dims=d).double(),
         }
         gp_cyl = GPyTorchCylindricalKernel(
@@ -138,7 +138,7 @@ def _profile(args: argparse.Namespace) -> None:
     X = torch.rand(args.n, d, generator=gen, dtype=torch.double)
     X[0] = 0.5
     kernels = {
-        "cylindrical": CylindricalKernel().double(),
+        "cylindrical": BOCKKernel().double(),
         "matern_ard": MaternKernel(nu=2.5, ard_num_dims=d).double(),
     }
     for name, kernel in kernels.items():

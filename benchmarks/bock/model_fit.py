@@ -34,7 +34,7 @@ from gpytorch.constraints import Interval  # noqa: E402
 from gpytorch.kernels import ScaleKernel  # noqa: E402
 from gpytorch.priors import NormalPrior  # noqa: E402
 
-from botorch_ext.kernels import CylindricalKernel  # noqa: E402
+from botorch_ext.kernels import BOCKKernel  # noqa: E402
 from botorch_ext.runner.methods import MethodOptions, fit_model  # noqa: E402
 from botorch_ext.runner.problems import get_problem  # noqa: E402
 
@@ -69,7 +69,7 @@ def evaluate(model, X: torch.Tensor, f: torch.Tensor) -> tuple[float, float]:
     return _spearman(mean, -f), float(nlpd.mean())
 
 
-class _LogitPriorCylindricalKernel(CylindricalKernel):
+class _LogitPriorBOCKKernel(BOCKKernel):
     r"""BOCK with the authors' log-weight prior put on the softmax logits.
 
     The authors' code puts ``N(-2, 2^2)`` on the log of the constant weight and
@@ -93,9 +93,9 @@ class _LogitPriorCylindricalKernel(CylindricalKernel):
         m.initialize(raw_angular_weights=v)
 
 
-def _wide_warp_kernel() -> CylindricalKernel:
+def _wide_warp_kernel() -> BOCKKernel:
     # A warp box wider than the authors' (alpha in [0.5, 1], beta in [1, 2]).
-    return CylindricalKernel(
+    return BOCKKernel(
         alpha_constraint=Interval(0.1, 1.0, transform=None, initial_value=1.0),
         beta_constraint=Interval(1.0, 10.0, transform=None, initial_value=1.0),
         alpha_prior=None,
@@ -106,12 +106,12 @@ def _wide_warp_kernel() -> CylindricalKernel:
 def _scaled_kernel() -> ScaleKernel:
     # BOCK with a learned amplitude (GPyTorch's kernel has one through its
     # unnormalized angular weights).
-    return ScaleKernel(CylindricalKernel())
+    return ScaleKernel(BOCKKernel())
 
 
 def _floored(floor) -> callable:
     # The continuous center rule with floors on the angular weights.
-    return lambda: CylindricalKernel(angular_weights_floor=floor)
+    return lambda: BOCKKernel(angular_weights_floor=floor)
 
 
 #: Kernel variants of BOCK, next to the runner's named kernels.
@@ -120,7 +120,7 @@ VARIANTS = {
     "bock-floor-both": _floored([0.05, 0.05, 0.0, 0.0]),
     "bock-floor-nonconst50": _floored([0.0, 0.5 / 3, 0.5 / 3, 0.5 / 3]),
     "bock-scaled": _scaled_kernel,
-    "bock-logit-prior": _LogitPriorCylindricalKernel,
+    "bock-logit-prior": _LogitPriorBOCKKernel,
     "bock-wide-warp": _wide_warp_kernel,
 }
 

@@ -1,6 +1,6 @@
 r"""BOCK variants for keeping a directional term alive, one BO run each.
 
-Each variant is a ``CylindricalKernel`` configuration run through the runner's own
+Each variant is a ``BOCKKernel`` configuration run through the runner's own
 loop (``run_bo``) with exactly the pipeline of ``benchmarks/bock/grid.sh``: qLogNEI
 on a ``SingleTaskGP`` fitted by MAP, centre + 9 Sobol initial points, q = 1,
 Bilog outcomes, 5 restarts and 256 raw samples. Only the kernel differs. Rows
@@ -35,7 +35,7 @@ import torch
 from botorch.acquisition import qLogNoisyExpectedImprovement
 from gpytorch.priors import NormalPrior
 
-from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.kernels import BOCKKernel
 from botorch_ext.runner.acquisition import acquisition_method
 from botorch_ext.runner.kernels import KERNELS
 from botorch_ext.runner.loop import RunConfig, run_bo
@@ -47,15 +47,15 @@ from common import append_csv_row  # noqa: E402
 
 def _variant(name: str, d: int):
     if name == "continuous":
-        return CylindricalKernel(center_rule="continuous")
+        return BOCKKernel(center_rule="continuous")
     if name == "floor05":
-        return CylindricalKernel(angular_weights_floor=[0.0, 0.05, 0.0, 0.0])
+        return BOCKKernel(angular_weights_floor=[0.0, 0.05, 0.0, 0.0])
     if name == "floor50":
-        return CylindricalKernel(angular_weights_floor=[0.0, 0.5, 0.0, 0.0])
+        return BOCKKernel(angular_weights_floor=[0.0, 0.5, 0.0, 0.0])
     if name == "floor-both":
-        return CylindricalKernel(angular_weights_floor=[0.05, 0.05, 0.0, 0.0])
+        return BOCKKernel(angular_weights_floor=[0.05, 0.05, 0.0, 0.0])
     if name == "logit-prior":
-        k = CylindricalKernel(center_rule="continuous")
+        k = BOCKKernel(center_rule="continuous")
         k.register_prior(
             "raw_angular_weights_prior",
             NormalPrior(0.0, 2.0),
@@ -63,7 +63,7 @@ def _variant(name: str, d: int):
         )
         return k
     if name == "direction":
-        return CylindricalKernel(center_rule="direction")
+        return BOCKKernel(center_rule="direction")
     raise ValueError(f"unknown variant {name!r}")
 
 

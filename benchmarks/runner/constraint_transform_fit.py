@@ -1,6 +1,6 @@
 r"""Do transform-enforced boxes change a MAP fit? BOCK and Matern on Rosenbrock-20.
 
-Issue 16, section 3: ``CylindricalKernel``'s warp exponents ``alpha``, ``beta`` and
+Issue 16, section 3: ``BOCKKernel``'s warp exponents ``alpha``, ``beta`` and
 its radial lengthscale, and the runner's Matern lengthscale floor, were bounded by
 constraints without a transform (``transform=None``): only ``fit_gpytorch_mll``'s
 L-BFGS-B bounds kept them in their box, and Adam or SGLD stepped through. This
@@ -48,7 +48,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import environment  # noqa: E402
 
-from botorch_ext.kernels import CylindricalKernel  # noqa: E402
+from botorch_ext.kernels import BOCKKernel  # noqa: E402
 from botorch_ext.kernels.cylindrical import (  # noqa: E402
     ALPHA_BOUNDS,
     BETA_BOUNDS,
@@ -68,13 +68,13 @@ def untransformed(kernel):
     r"""The kernel with its boxes and floors without a transform (the old behaviour).
 
     Args:
-        kernel: A ``CylindricalKernel`` or the runner's Matern kernel.
+        kernel: A ``BOCKKernel`` or the runner's Matern kernel.
 
     Returns:
         The same kernel, its constraints re-registered with ``transform=None``
         and its hyperparameters at the old initial values.
     """
-    if isinstance(kernel, CylindricalKernel):
+    if isinstance(kernel, BOCKKernel):
         for name, bounds in (("alpha", ALPHA_BOUNDS), ("beta", BETA_BOUNDS)):
             box = Interval(*bounds, transform=None)
             kernel.register_constraint(f"raw_{name}", box, replace=True)
@@ -95,7 +95,7 @@ def sigmoid(kernel):
     r"""BOCK's boxes under GPyTorch's default ``Interval`` (sigmoid transform).
 
     Args:
-        kernel: A ``CylindricalKernel``.
+        kernel: A ``BOCKKernel``.
 
     Returns:
         The same kernel, its boxes re-registered with the sigmoid transform, the
@@ -121,7 +121,7 @@ def hyperparameters(model) -> dict[str, float]:
     r"""The fitted hyperparameters (constrained values) and the MAP objective."""
     k = model.covar_module
     out = {}
-    if isinstance(k, CylindricalKernel):
+    if isinstance(k, BOCKKernel):
         out["alpha"] = k.alpha.item()
         out["beta"] = k.beta.item()
         out["radial_lengthscale"] = k.radial_base_kernel.lengthscale.item()

@@ -55,7 +55,7 @@ def kernel_classes() -> tuple[type, ...]:
 
     Example:
         >>> [c.__name__ for c in kernel_classes()]
-        ['CylindricalKernel']
+        ['BOCKKernel']
     """
     return _public(kernel_package, Kernel)
 

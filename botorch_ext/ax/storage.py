@@ -6,7 +6,8 @@ BoTorch and GPyTorch class it names in its registries, and decodes settings
 objects by their type name. This module adds, each under its class name:
 
 * the public acquisition functions of ``botorch_ext.acquisition`` and kernels
-  of ``botorch_ext.kernels`` (``botorch_acqf_class``, ``covar_module_class``);
+  of ``botorch_ext.kernels`` (``botorch_acqf_class``, ``covar_module_class``),
+  and for decoding also the names they had before a rename (``OLD_NAMES``);
 * ``EULBOModel`` and BoTorch's ``SingleTaskVariationalGP``
   (``botorch_model_class``), and the variational bounds that fit the latter
   (``mll_class``);
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ax.storage.botorch_modular_registry import (
+    CLASS_TO_REVERSE_REGISTRY,
     register_acquisition,
     register_acquisition_function,
     register_kernel,
@@ -31,11 +33,16 @@ from ax.storage.botorch_modular_registry import (
 )
 from ax.storage.json_store.registry import CORE_DECODER_REGISTRY
 from botorch.models import SingleTaskVariationalGP
+from gpytorch.kernels import Kernel
 
 from botorch_ext.ax.acquisition import EULBOAcquisition
 from botorch_ext.ax.surrogate import APPROXIMATE_MLLS
 from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.models.eulbo_options import FLAT_FIELDS, GROUPS
+
+#: Names under which earlier versions stored a class, by the class's current name:
+#: experiments stored with them still load.
+OLD_NAMES = {"BOCKKernel": ("CylindricalKernel",)}
 
 
 def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
@@ -107,6 +114,8 @@ def register_storage(
         register_acquisition_function(acqf_class)
     for kernel_class in kernels:
         register_kernel(kernel_class)
+        for old_name in OLD_NAMES.get(kernel_class.__name__, ()):
+            CLASS_TO_REVERSE_REGISTRY[Kernel][old_name] = kernel_class
     for model_class in (EULBOModel, SingleTaskVariationalGP):
         register_model(model_class)
     for mll_class in APPROXIMATE_MLLS:

@@ -20,6 +20,8 @@ References:
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -56,7 +58,7 @@ _MAX_RAW_WARP = 40.0
 _BALL_SLACK_EPS = 100.0
 # BoTorch's kumaraswamy_warp squeezes its input into [eps, 1 - eps] with this eps.
 _KUMARASWAMY_EPS = 1e-8
-#: The two center rules of ``CylindricalKernel``.
+#: The two center rules of ``BOCKKernel``.
 CENTER_RULES = ("continuous", "direction")
 
 
@@ -100,8 +102,26 @@ def _warp_start(constraint: Interval) -> Tensor:
     return one
 
 
-class CylindricalKernel(Kernel):
+class BOCKKernel(Kernel):
     r"""BOCK's cylindrical kernel: a radius kernel times an angular kernel.
+
+    Named after the method rather than the kernel's shape: GPyTorch's
+    ``gpytorch.kernels.CylindricalKernel`` implements the same paper, and this
+    class was called ``CylindricalKernel`` up to botorch_ext 0.2.0 (that name
+    remains a deprecated alias for one release). This one is BOCK as its authors
+    run it; GPyTorch's differs in that
+
+    - its ball is the unit ball about the origin (here a center ``c`` and radius
+      ``R``, by default the ball about the unit cube's center that holds it);
+    - its angular weights are positive but not normalized, so they carry the
+      amplitude (here ``sum_p c_p = 1``, with an optional floor);
+    - its warp exponents are positive and unbounded, with no prior (here the
+      authors' boxes and priors, below);
+    - its radius kernel is a required argument (here a default Matern-5/2);
+    - at the center a zero direction gives ``K_a = c_0``, and exact zeros of each
+      coordinate are jittered by ``eps`` (here the positive semi-definite
+      ``"continuous"`` center rule, or ``"direction"``);
+    - a point outside the ball raises ``RuntimeError`` (here ``ValueError``).
 
     With ``rho = ||x - c|| / R`` and ``a = (x - c) / ||x - c||`` [Oh2018bock]_:
 
@@ -185,7 +205,7 @@ class CylindricalKernel(Kernel):
         **kwargs: Passed to ``gpytorch.kernels.Kernel``.
 
     Example:
-        >>> model = SingleTaskGP(train_X, train_Y, covar_module=CylindricalKernel())
+        >>> model = SingleTaskGP(train_X, train_Y, covar_module=BOCKKernel())
         >>> fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         >>> acqf = qLogNoisyExpectedImprovement(model, X_baseline=train_X)
         >>> candidates, _ = optimize_acqf(
@@ -213,7 +233,7 @@ class CylindricalKernel(Kernel):
         **kwargs: Any,
     ) -> None:
         floor = _check_floor(angular_weights_floor, angular_degree)
-        center_t = _check_ball(center, radius, center_rule)
+        center_vector = _check_ball(center, radius, center_rule)
         super().__init__(batch_shape=batch_shape, active_dims=active_dims, **kwargs)
         self.angular_degree = angular_degree
         self.center_rule = center_rule
@@ -221,7 +241,7 @@ class CylindricalKernel(Kernel):
         # by the batch index, and neither the floor nor the center has a batch
         # dimension.
         self.angular_weights_floor = floor
-        self.center = center_t
+        self.center = center_vector
         self.radius = None if radius is None else float(radius)
         if radial_base_kernel is None:
             radial_base_kernel = MaternKernel(
@@ -285,22 +305,22 @@ class CylindricalKernel(Kernel):
             )
 
     # Prior closures are bound methods, not lambdas, so the kernel pickles.
-    def _angular_weights_param(self, m: CylindricalKernel) -> Tensor:
+    def _angular_weights_param(self, m: BOCKKernel) -> Tensor:
         return m.angular_weights
 
-    def _angular_weights_closure(self, m: CylindricalKernel, v: Tensor) -> None:
+    def _angular_weights_closure(self, m: BOCKKernel, v: Tensor) -> None:
         m.angular_weights = v
 
-    def _alpha_param(self, m: CylindricalKernel) -> Tensor:
+    def _alpha_param(self, m: BOCKKernel) -> Tensor:
         return m.alpha
 
-    def _alpha_closure(self, m: CylindricalKernel, v: Tensor) -> None:
+    def _alpha_closure(self, m: BOCKKernel, v: Tensor) -> None:
         m.alpha = v
 
-    def _beta_param(self, m: CylindricalKernel) -> Tensor:
+    def _beta_param(self, m: BOCKKernel) -> Tensor:
         return m.beta
 
-    def _beta_closure(self, m: CylindricalKernel, v: Tensor) -> None:
+    def _beta_closure(self, m: BOCKKernel, v: Tensor) -> None:
         m.beta = v
 
     @property
@@ -415,7 +435,7 @@ class CylindricalKernel(Kernel):
         if bool(outside.any()):
             worst = norm.detach().nan_to_num(nan=float("inf")).max().item()
             raise ValueError(
-                f"CylindricalKernel inputs must lie in the ball of radius {radius:.6g} "
+                f"BOCKKernel inputs must lie in the ball of radius {radius:.6g} "
                 f"about the center; found a point at radius {worst:.6g} "
                 f"({worst / radius:.6g} radii). Map the inputs into the ball (e.g. "
                 "normalize them to the unit cube) or pass a larger `radius`."
@@ -475,12 +495,12 @@ class CylindricalKernel(Kernel):
         # The warp's exponents once per call (each is a constraint transform),
         # and the polar split and warp once when x2 is x1 (a Gram matrix).
         alpha, beta = self.alpha, self.beta
-        rho1, a1, center1 = self.cylindrical(x1)
+        rho1, a1, at_center1 = self.cylindrical(x1)
         w1 = self._warp(rho1, alpha, beta)
         if x2 is x1:
-            rho2, a2, center2, w2 = rho1, a1, center1, w1
+            rho2, a2, at_center2, w2 = rho1, a1, at_center1, w1
         else:
-            rho2, a2, center2 = self.cylindrical(x2)
+            rho2, a2, at_center2 = self.cylindrical(x2)
             w2 = self._warp(rho2, alpha, beta)
         if self._fused_gram_applies(x1, x2, diag, params):
             return self._fused_gram(rho1, rho2, w1, w2, a1, a2)
@@ -500,7 +520,9 @@ class CylindricalKernel(Kernel):
         shape = torch.broadcast_shapes(angular.shape, dot.shape)
         angular = angular.expand(shape) if angular.shape != shape else angular
         if self.center_rule == "direction":
-            angular = self._fix_center(angular, center1, center2, x1.shape[-1], diag)
+            angular = self._fix_center(
+                angular, at_center1, at_center2, x1.shape[-1], diag
+            )
         return self._radial(w1, w2, diag, **params) * angular
 
     def _fused_gram_applies(
@@ -578,18 +600,25 @@ class CylindricalKernel(Kernel):
         return horner(weights, udot) / norm
 
     def _fix_center(
-        self, angular: Tensor, center1: Tensor, center2: Tensor, dim: int, diag: bool
+        self,
+        angular: Tensor,
+        at_center1: Tensor,
+        at_center2: Tensor,
+        dim: int,
+        diag: bool,
     ) -> Tensor:
         # The polynomial gave c_0 wherever a direction is zero (a center); replace
         # it by the center rule's values: s against a direction, 1 between centers.
-        if not (bool(center1.any()) or bool(center2.any())):
+        if not (bool(at_center1.any()) or bool(at_center2.any())):
             return angular
         s = self.center_similarity(dim)
         if diag:
-            c1, c2, s = center1.squeeze(-1), center2.squeeze(-1), s.unsqueeze(-1)
+            mask1, mask2 = at_center1.squeeze(-1), at_center2.squeeze(-1)
+            s = s.unsqueeze(-1)
         else:
-            c1, c2, s = center1, center2.transpose(-1, -2), s[..., None, None]
-        either, both = c1 | c2, c1 & c2
+            mask1, mask2 = at_center1, at_center2.transpose(-1, -2)
+            s = s[..., None, None]
+        either, both = mask1 | mask2, mask1 & mask2
         if s.dim() == 0 and self.angular_degree > 0:
             # In place on Horner's last sum (its backward does not need it): two
             # masked fills cost about half of the two nested n x n `where`s.
@@ -625,15 +654,15 @@ def _check_ball(
             f"`center_rule` must be one of {', '.join(map(repr, CENTER_RULES))}, "
             f"got {center_rule!r}."
         )
-    center_t = torch.as_tensor(center, dtype=torch.float64)
-    if center_t.dim() > 1:
+    center_vector = torch.as_tensor(center, dtype=torch.float64)
+    if center_vector.dim() > 1:
         raise ValueError(
             f"`center` must be a scalar or a 1-d tensor, got shape "
-            f"{tuple(center_t.shape)}."
+            f"{tuple(center_vector.shape)}."
         )
-    if not bool(torch.isfinite(center_t).all()):
+    if not bool(torch.isfinite(center_vector).all()):
         raise ValueError(f"`center` must be finite, got {center}.")
-    return center_t
+    return center_vector
 
 
 def _check_floor(
@@ -675,3 +704,44 @@ def _check_floor(
             f"got {floor!r}."
         )
     return t
+
+
+def __getattr__(name: str) -> type[BOCKKernel]:
+    # The name up to 0.2.0, as `botorch_ext.kernels.cylindrical.CylindricalKernel`.
+    if name == "CylindricalKernel":
+        return deprecated_kernel_alias()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def deprecated_kernel_alias() -> type[BOCKKernel]:
+    r"""``BOCKKernel`` for its old name ``CylindricalKernel``, with a warning.
+
+    The modules that keep the old name (``botorch_ext``, ``botorch_ext.kernels``
+    and this one) return it from their ``__getattr__``. The warning names the
+    first caller outside Python's import machinery and those ``__getattr__``
+    functions; a caller inside ``botorch_ext`` gets no warning, and neither does
+    the import machinery's look-up of a ``from ... import`` (the statement's own
+    look-up that follows warns).
+    """
+    frame, level = sys._getframe(0), 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("importlib"):
+            return BOCKKernel
+        alias_frame = module.startswith("botorch_ext") and frame.f_code.co_name in (
+            "__getattr__",
+            "deprecated_kernel_alias",
+        )
+        if not alias_frame:
+            break
+        frame, level = frame.f_back, level + 1
+    if frame is None or module.startswith("botorch_ext"):
+        return BOCKKernel
+    warnings.warn(
+        "`CylindricalKernel` is renamed `BOCKKernel` (GPyTorch's "
+        "`gpytorch.kernels.CylindricalKernel` is another kernel); the old name "
+        "will be removed in the next release.",
+        DeprecationWarning,
+        stacklevel=level,
+    )
+    return BOCKKernel

@@ -1,6 +1,6 @@
 r"""The "continuous" cylindrical Gram matrix as one autograd function, in row blocks.
 
-``CylindricalKernel`` evaluates its default configuration (the ``"continuous"``
+``BOCKKernel`` evaluates its default configuration (the ``"continuous"``
 center rule with the default Matern-5/2 radius kernel) on unbatched inputs with
 it. Autograd's chain of ``n x m`` operations (the polynomial by Horner's rule,
 the normalization, the radius kernel, their product) writes and reads a dozen
@@ -59,7 +59,7 @@ class CylindricalGram(torch.autograd.Function):
     Unbatched: ``a1`` is ``n x d``, ``a2`` is ``m x d``, ``r1, s1, g1`` are
     ``n``-vectors, ``r2, s2, g2`` are ``m``-vectors and ``c`` holds the ``P + 1``
     weights. Gradients flow to every input. The value equals
-    ``CylindricalKernel``'s autograd path up to rounding (tested).
+    ``BOCKKernel``'s autograd path up to rounding (tested).
     """
 
     @staticmethod

@@ -1,6 +1,6 @@
 r"""The Matern-5/2 correlation of one-dimensional inputs as one autograd function.
 
-``CylindricalKernel`` evaluates its default radius kernel with it: GPyTorch's
+``BOCKKernel`` evaluates its default radius kernel with it: GPyTorch's
 ``MaternKernel`` takes its generic distance path whenever the inputs need
 gradients (the warped radii do), which costs about twice as many ``n x n``
 passes.

@@ -1,6 +1,6 @@
 r"""Polar coordinates about a center and polynomials of the angle between points.
 
-The building blocks of kernels on a ball (``CylindricalKernel``): the split of
+The building blocks of kernels on a ball (``BOCKKernel``): the split of
 offsets into norm and direction, the moments of a uniform direction, and
 polynomial evaluation by Horner's rule.
 """

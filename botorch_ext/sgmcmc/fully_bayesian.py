@@ -1,7 +1,7 @@
 r"""Fully Bayesian GP hyperparameters by MAMBA-tuned SGMCMC, without NUTS or JAX.
 
 A ``SGMCMCFullyBayesianSingleTaskGP`` is a ``SingleTaskGP`` (any kernel, e.g.
-``CylindricalKernel``) whose hyperparameters ``fit_fully_bayesian_model_sgmcmc``
+``BOCKKernel``) whose hyperparameters ``fit_fully_bayesian_model_sgmcmc``
 samples from their posterior with SGLD or SGHMC, tuned by ``mamba``. The draws
 are loaded as a batch of GPs, one per draw, and BoTorch's MC acquisition
 functions average over them exactly as over ``SaasFullyBayesianSingleTaskGP``'s
@@ -45,7 +45,7 @@ from botorch_ext.validation import check_positive, check_positive_int
 
 #: Standard deviation of the Gaussian put on raw parameters without a prior, so
 #: that the posterior is proper (e.g. the shift-invariant softmax logits of
-#: ``CylindricalKernel``, or the constant mean).
+#: ``BOCKKernel``, or the constant mean).
 RAW_PRIOR_SCALE = 10.0
 
 
@@ -58,12 +58,12 @@ class SGMCMCFullyBayesianSingleTaskGP(SingleTaskGP):
     training data); ``posterior(X)`` evaluates all of them and returns a
     ``GaussianMixturePosterior`` whose ``MCMC_DIM`` BoTorch's acquisition
     functions average over, as for ``SaasFullyBayesianSingleTaskGP``. Any
-    kernel works, ``CylindricalKernel`` included (the BOCK paper [Oh2018bock]_
+    kernel works, ``BOCKKernel`` included (the BOCK paper [Oh2018bock]_
     averaged its acquisition over slice-sampled hyperparameters).
 
     Example:
         >>> model = SGMCMCFullyBayesianSingleTaskGP(
-        ...     train_X, train_Y, covar_module=CylindricalKernel()
+        ...     train_X, train_Y, covar_module=BOCKKernel()
         ... )
         >>> fit_fully_bayesian_model_sgmcmc(model, num_samples=16)
         >>> acqf = qLogNoisyExpectedImprovement(model, X_baseline=train_X)
@@ -191,7 +191,7 @@ class HyperparameterPosterior:
     the prior, on the constrained value, is multiplied by the transform's
     Jacobian), or ``logit`` of its position in the box for an ``Interval``
     without transform (BoTorch's noise floor, which ``fit_gpytorch_mll`` keeps
-    with L-BFGS-B bounds) or a ``ReflectedInterval`` (``CylindricalKernel``'s
+    with L-BFGS-B bounds) or a ``ReflectedInterval`` (``BOCKKernel``'s
     warp exponents and radial lengthscale), with that map's Jacobian.
     Parameters without a registered prior get a ``N(0, RAW_PRIOR_SCALE^2)`` on
     ``z`` so the posterior is proper. Priors are matched
@@ -338,7 +338,7 @@ def _kind(constraint: Interval | None) -> str:
     ``"free"`` (identity; the constraint, if any, is enforced by its
     transform), or, for a constraint without
     transform (BoTorch's noise and lengthscale floors, which L-BFGS-B keeps
-    feasible during MAP fits) or a ``ReflectedInterval`` (``CylindricalKernel``'s
+    feasible during MAP fits) or a ``ReflectedInterval`` (``BOCKKernel``'s
     boxes; its raw value is the parameter's value inside the box), ``"box"``
     (sigmoid), ``"lower"`` (``lo + exp(z)``) or ``"upper"`` (``hi - exp(z)``).
     """

@@ -12,7 +12,7 @@ from botorch.utils.testing import BotorchTestCase
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator.utils.errors import NotPSDError
 
-from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.kernels import BOCKKernel
 from botorch_ext.sgmcmc.fully_bayesian import (
     RAW_PRIOR_SCALE,
     HyperparameterPosterior,
@@ -74,7 +74,7 @@ class TestHyperparameterPosterior(BotorchTestCase):
 
     def test_gradient_against_finite_differences(self):
         X, Y = data()
-        for kernel in (None, CylindricalKernel()):
+        for kernel in (None, BOCKKernel()):
             kw = {} if kernel is None else {"covar_module": kernel}
             model = SGMCMCFullyBayesianSingleTaskGP(
                 X, Y, outcome_transform=Standardize(1), **kw
@@ -99,7 +99,7 @@ class TestHyperparameterPosterior(BotorchTestCase):
 
     def test_box_parameters_round_trip(self):
         X, Y = data()
-        kernel = CylindricalKernel()
+        kernel = BOCKKernel()
         model = SGMCMCFullyBayesianSingleTaskGP(X, Y, covar_module=kernel)
         post = HyperparameterPosterior(model)
         kinds = {e["name"]: e["kind"] for e in post.entries}
@@ -132,7 +132,7 @@ class TestFullyBayesianModel(BotorchTestCase):
     def test_fit_posterior_and_acquisition(self):
         for dtype in (torch.float32, torch.float64):
             X, Y = data(dtype=dtype)
-            for kernel in (None, CylindricalKernel()):
+            for kernel in (None, BOCKKernel()):
                 kw = {} if kernel is None else {"covar_module": kernel}
                 model = SGMCMCFullyBayesianSingleTaskGP(
                     X, Y, outcome_transform=Standardize(1), **kw
@@ -159,7 +159,7 @@ class TestFullyBayesianModel(BotorchTestCase):
     def test_each_draw_is_the_gp_with_its_hyperparameters(self):
         X, Y = data()
         model = SGMCMCFullyBayesianSingleTaskGP(
-            X, Y, outcome_transform=Standardize(1), covar_module=CylindricalKernel()
+            X, Y, outcome_transform=Standardize(1), covar_module=BOCKKernel()
         )
         template = copy.deepcopy(model)
         fast_fit(model)
@@ -190,7 +190,7 @@ class TestFullyBayesianModel(BotorchTestCase):
         X, Y = data()
         tf = ChainedOutcomeTransform(bilog=Bilog(), standardize=Standardize(1))
         model = SGMCMCFullyBayesianSingleTaskGP(
-            X, 50 * Y, outcome_transform=tf, covar_module=CylindricalKernel()
+            X, 50 * Y, outcome_transform=tf, covar_module=BOCKKernel()
         )
         fast_fit(model)
         Xt = torch.rand(4, 2, dtype=torch.float64)
