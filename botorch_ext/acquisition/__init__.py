@@ -9,13 +9,14 @@ Importing this package registers an input constructor for every class with
 """
 
 from botorch_ext.acquisition import input_constructors  # noqa: F401  (registers)
-from botorch_ext.acquisition.entropy_search import draw_representer_points, qES
+from botorch_ext.acquisition.entropy_search import qES
 from botorch_ext.acquisition.eulbo_utilities import (
     expected_log_soft_improvement,
     gauss_hermite_normal,
     mc_log_soft_improvement,
 )
 from botorch_ext.acquisition.probability_of_improvement import qLogSoftPI, qSoftPI
+from botorch_ext.acquisition.representer_points import draw_representer_points
 from botorch_ext.acquisition.soft_kg import qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
 

@@ -1,5 +1,3 @@
-# Over 500 lines: one concept, qES with the representer points it needs (their sampler
-# and its schemes); about half of the file is the docstrings with the math.
 r"""Parallel entropy search with a softmax-relaxed ``p_max`` (q-ES).
 
 References:
@@ -10,6 +8,9 @@ References:
     .. [Hennig2012entropy]
         P. Hennig and C. J. Schuler. Entropy search for information-efficient global
         optimization. Journal of Machine Learning Research, 2012.
+
+The representer points over which ``p_max`` is defined are drawn by
+``botorch_ext.acquisition.representer_points.draw_representer_points``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 import torch
-from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.monte_carlo import MCAcquisitionFunction
 from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions.errors import UnsupportedError
@@ -25,7 +25,6 @@ from botorch.models.model import Model
 from botorch.models.transforms.outcome import Standardize
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.sampling.qmc import NormalQMCEngine
-from botorch.utils.sampling import draw_sobol_samples
 from botorch.utils.transforms import concatenate_pending_points, t_batch_mode_transform
 from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import GaussianLikelihood
@@ -34,8 +33,8 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from botorch_ext.acquisition.probability_of_improvement import DEFAULT_TAU
+from botorch_ext.acquisition.representer_points import RELATIVE_JITTER
 from botorch_ext.validation import (
-    check_bounds,
     check_finite,
     check_no_nan_inputs,
     check_positive,
@@ -59,11 +58,6 @@ _CHUNK_ELEMENTS = 2**19
 #: most ``e^{-300}`` moves ``N`` and every probability by a relative
 #: ``m e^{-70}``, far below float64's rounding.
 _LOG_FLOOR = -300.0
-
-# Fixed diagonal jitter, relative to the mean prior variance, added before the
-# factorizations: enough for clustered representers to factorize without
-# psd_safe_cholesky's adaptive (and discontinuous) jitter, and far below tau^2.
-_RELATIVE_JITTER = {torch.float32: 1e-5, torch.float64: 1e-8}
 
 
 class qES(MCAcquisitionFunction):
@@ -235,24 +229,26 @@ class qES(MCAcquisitionFunction):
         S_XX_noisy, S_RX = self._cross_covariances(X, R)
         L_X = _small_cholesky(S_XX_noisy)
         # G = S_RX (S_XX + N)^{-1} is the Kalman gain; A = G L_X maps standardized
-        # fantasies w to mean shifts, so that mu_R|y = mu_R + A w.
+        # fantasies w to mean shifts, so that mu_R|y = mu_R + A w. The suffix _T
+        # marks a transpose: A_T = A^T and G_T = G^T are q x m (_tf below marks
+        # inputs after the model's input transform).
         if q == 1:  # triangular solves with 1 x 1 factors are divisions
-            A_t = S_RX.transpose(-1, -2) / L_X
-            G_t = A_t / L_X
+            A_T = S_RX.transpose(-1, -2) / L_X
+            G_T = A_T / L_X
         else:
             S_XR = S_RX.transpose(-1, -2)
-            A_t = torch.linalg.solve_triangular(L_X, S_XR, upper=False)
-            G_t = torch.linalg.solve_triangular(L_X.transpose(-1, -2), A_t, upper=True)
+            A_T = torch.linalg.solve_triangular(L_X, S_XR, upper=False)
+            G_T = torch.linalg.solve_triangular(L_X.transpose(-1, -2), A_T, upper=True)
         # Joint draw of the simulated observation f_X + eps given the prior draw
         # f_R = mu_R + L_R z: mean part B z and residual part L_V u.
-        B_t = _solve_shared_lower(L_R, S_RX)  # m x q
-        V = S_XX_noisy - B_t.transpose(-1, -2) @ B_t
-        jitter_X = _RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(dim1=-2, dim2=-1)
+        B_T = _solve_shared_lower(L_R, S_RX)  # B^T, m x q
+        V = S_XX_noisy - B_T.transpose(-1, -2) @ B_T
+        jitter_X = RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(dim1=-2, dim2=-1)
         L_V = _small_cholesky(V + torch.diag_embed(jitter_X))
-        sim = z @ B_t + u @ L_V.transpose(-1, -2)  # b x J x q
+        sim = z @ B_T + u @ L_V.transpose(-1, -2)  # b x J x q
         # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w.
-        post_dev = prior_dev - (sim @ G_t) / tau  # b x J x m
-        means = mu_R.unsqueeze(-2) + (w @ A_t) / tau  # b x F x m
+        post_dev = prior_dev - (sim @ G_T) / tau  # b x J x m
+        means = mu_R.unsqueeze(-2) + (w @ A_T) / tau  # b x F x m
 
         h_post = _factorized_pmax_entropy(means, post_dev).mean(dim=-1)  # b
         return h_prior - h_post
@@ -291,15 +287,15 @@ class qES(MCAcquisitionFunction):
             return cov[..., :q, :q], cov[..., q:, :q]
         DR, n, L_K, W_R, noise, scale = cache
         covar_module = cast(Kernel, self.model.covar_module)
-        X_t = self.model.transform_inputs(X)
-        batch = X_t.shape[:-2]
+        X_tf = self.model.transform_inputs(X)  # _tf: transformed inputs
+        batch = X_tf.shape[:-2]
         # One kernel call for the training and representer rows: GPyTorch's
         # lazy kernel evaluation costs about as much per call as the arithmetic.
-        k_DRX = covar_module(DR.expand(*batch, *DR.shape), X_t).to_dense()
+        k_DRX = covar_module(DR.expand(*batch, *DR.shape), X_tf).to_dense()
         k_DX, k_RX = k_DRX[..., :n, :], k_DRX[..., n:, :]
         W_X = torch.linalg.solve_triangular(L_K, k_DX, upper=False)  # b x n x q
         S_RX = scale * (k_RX - W_R.transpose(-1, -2) @ W_X)
-        k_XX = covar_module(X_t).to_dense()
+        k_XX = covar_module(X_tf).to_dense()
         eye = torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
         S_XX_noisy = scale * (k_XX - W_X.transpose(-1, -2) @ W_X + noise * eye)
         return S_XX_noisy, S_RX
@@ -335,13 +331,13 @@ class qES(MCAcquisitionFunction):
                 L_K = psd_safe_cholesky(
                     K + noise * torch.eye(D.shape[0], dtype=K.dtype, device=K.device)
                 )
-                R_t = model.transform_inputs(self.representer_points.to(like))
-                k_DR = model.covar_module(D, R_t).to_dense()
+                R_tf = model.transform_inputs(self.representer_points.to(like))
+                k_DR = model.covar_module(D, R_tf).to_dense()
                 W_R = torch.linalg.solve_triangular(L_K, k_DR, upper=False)
                 scale = torch.ones((), dtype=like.dtype, device=like.device)
                 if outcome_transform is not None:
                     scale = outcome_transform.stdvs.to(like).squeeze() ** 2
-            terms = (torch.cat([D, R_t]), D.shape[0], L_K, W_R, noise, scale)
+            terms = (torch.cat([D, R_tf]), D.shape[0], L_K, W_R, noise, scale)
         self._prior_cache[key] = terms
         return terms
 
@@ -373,7 +369,7 @@ class qES(MCAcquisitionFunction):
                 # A fixed jitter relative to the prior variance (not only the
                 # adaptive one of psd_safe_cholesky) for clustered representers.
                 diag = S_RR.diagonal(dim1=-2, dim2=-1)
-                jitter = _RELATIVE_JITTER[like.dtype] * diag.mean(-1, keepdim=True)
+                jitter = RELATIVE_JITTER[like.dtype] * diag.mean(-1, keepdim=True)
                 L_R = psd_safe_cholesky(S_RR + torch.diag_embed(jitter.expand_as(diag)))
                 tau = self.tau.to(like)
                 z = self._inner_base_samples(m=R.shape[-2], like=like)
@@ -491,189 +487,6 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
         p = p.index_put((b_idx, f_idx), direct, accumulate=True)
     h = -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(dim=-1)
     return h.reshape(*batch, F).to(a.dtype)
-
-
-def draw_representer_points(
-    model: Model,
-    bounds: Tensor,
-    num_points: int = 64,
-    num_candidates: int | None = None,
-    posterior_transform: PosteriorTransform | None = None,
-    seed: int | None = None,
-    uniform_fraction: float = 0.25,
-    scheme: str = "thompson",
-    num_around_best: int = 512,
-    X_baseline: Tensor | None = None,
-) -> Tensor:
-    r"""Draw representer points for ``qES``.
-
-    Draws ``num_candidates`` scrambled Sobol points in ``bounds``, plus
-    ``num_around_best`` Gaussian perturbations (standard deviation 5% of the
-    box) of the training inputs with the highest posterior means, and keeps
-    ``num_points`` of this pool:
-
-    - ``scheme="ei"``: sampled without replacement from the mixture
-      ``(1 - uniform_fraction) * EI / sum(EI) + uniform_fraction / pool size``,
-      where EI is the analytic expected improvement over the best posterior mean
-      in the pool. The EI part concentrates representers where the maximiser
-      plausibly is, as Entropy Search does with its EI-based measure
-      [Hennig2012entropy]_; the uniform part keeps some coverage of the rest of
-      the space.
-    - ``scheme="thompson"``: the maximisers over the pool of ``num_points``
-      joint posterior draws, i.e. draws from (the pool's discretization of)
-      ``p_max`` itself, as predictive and joint entropy searches sample their
-      optima; duplicates are dropped and the remaining slots are filled as in
-      ``"ei"``.
-
-    The defaults (``scheme="thompson"``, ``num_around_best=512``) were chosen by
-    measurement: they put the representers near the incumbent, where the
-    EI-weighted Sobol draw spreads them over the whole space and the BO loop
-    found worse values (see the qES page of the documentation).
-
-    Example:
-        >>> R = draw_representer_points(model, bounds=torch.tensor([[0.0], [1.0]]))
-
-    Args:
-        model: A fitted single-output model (or scalarized with
-            ``posterior_transform``).
-        bounds: A ``2 x d``-dim tensor of lower and upper bounds.
-        num_points: The number ``m`` of representer points to return.
-        num_candidates: Number of Sobol candidates; ``max(1024, 16 m)`` if None.
-        posterior_transform: A ``PosteriorTransform`` (optional).
-        seed: Seed for the Sobol candidates and the subsampling.
-        uniform_fraction: Weight in ``[0, 1]`` of the uniform component.
-        scheme: ``"thompson"`` (sampled maximisers, the default) or ``"ei"``
-            (EI-weighted sampling); see above.
-        num_around_best: Number of pool points perturbed around the best
-            inputs of ``X_baseline`` (512 by default; 0 disables, which a model
-            without ``train_inputs`` and no ``X_baseline`` needs).
-        X_baseline: A ``n x d``-dim tensor of evaluated inputs, in the space of
-            ``bounds``, for ``num_around_best``; the model's ``train_inputs`` if
-            None (which are transformed inputs if the model has an input
-            transform: pass ``X_baseline`` then).
-
-    Returns:
-        A ``num_points x d``-dim tensor of representer points.
-
-    Raises:
-        ValueError: For malformed ``bounds``, ``num_candidates < num_points``, an
-            unknown ``scheme`` or a negative ``num_around_best``.
-    """
-    check_positive_int("num_points", num_points)
-    if not 0.0 <= uniform_fraction <= 1.0:
-        raise ValueError(
-            f"`uniform_fraction` must be in [0, 1], got {uniform_fraction!r}."
-        )
-    if scheme not in REPRESENTER_SCHEMES:
-        raise ValueError(
-            f"`scheme` must be one of {REPRESENTER_SCHEMES}, got {scheme!r}."
-        )
-    if int(num_around_best) != num_around_best or num_around_best < 0:
-        raise ValueError(
-            f"`num_around_best` must be a non-negative integer, got "
-            f"{num_around_best!r}."
-        )
-    bounds = torch.as_tensor(bounds)
-    check_bounds("bounds", bounds)
-    num_candidates = num_candidates or max(1024, 16 * num_points)
-    if num_candidates < num_points:
-        raise ValueError(
-            f"`num_candidates` ({num_candidates}) must be >= `num_points` "
-            f"({num_points})."
-        )
-    generator = None
-    if seed is not None:
-        generator = torch.Generator(device=bounds.device).manual_seed(seed)
-    pool = draw_sobol_samples(bounds=bounds, n=num_candidates, q=1, seed=seed)
-    pool = pool.squeeze(-2)
-    if num_around_best > 0:
-        pool = torch.cat(
-            [
-                pool,
-                _around_best(
-                    model,
-                    bounds,
-                    num_around_best,
-                    generator,
-                    X_baseline,
-                    posterior_transform,
-                ),
-            ],
-            dim=0,
-        )
-    with torch.no_grad():
-        posterior = model.posterior(pool, posterior_transform=posterior_transform)
-        # The stubs' Posterior declares no mean; BoTorch's posteriors have one.
-        mean = posterior.mean  # type: ignore[attr-defined]
-        log_ei = LogExpectedImprovement(
-            model=model, best_f=mean.max(), posterior_transform=posterior_transform
-        )(pool.unsqueeze(-2))
-        probs = (1.0 - uniform_fraction) * torch.softmax(log_ei.flatten().double(), 0)
-        probs = probs + uniform_fraction / probs.numel()
-        chosen = torch.zeros(0, dtype=torch.long, device=pool.device)
-        if scheme == "thompson":
-            z = torch.randn(
-                num_points,
-                pool.shape[0],
-                generator=generator,
-                dtype=pool.dtype,
-                device=pool.device,
-            )
-            S = cast(GPyTorchPosterior, posterior).distribution.covariance_matrix
-            jitter = _RELATIVE_JITTER[pool.dtype] * S.diagonal().mean()
-            eye = torch.eye(S.shape[-1], dtype=S.dtype, device=S.device)
-            L = psd_safe_cholesky(S + jitter * eye)
-            draws = mean.squeeze(-1) + z @ L.transpose(-1, -2)
-            chosen = draws.argmax(dim=-1).unique()
-            probs[chosen] = 0.0
-        num_rest = num_points - chosen.numel()
-        if num_rest > 0:
-            rest = torch.multinomial(
-                probs, num_rest, replacement=False, generator=generator
-            )
-            chosen = torch.cat([chosen, rest])
-    return pool[chosen]
-
-
-#: The representer-point schemes of ``draw_representer_points``.
-REPRESENTER_SCHEMES = ("ei", "thompson")
-
-
-def _around_best(
-    model: Model,
-    bounds: Tensor,
-    n: int,
-    generator: torch.Generator | None,
-    X_baseline: Tensor | None,
-    posterior_transform: PosteriorTransform | None = None,
-) -> Tensor:
-    r"""``n`` Gaussian perturbations (5% of the box) of the best training inputs.
-
-    The best are the top 5% (at least one) of the training inputs by posterior
-    mean, as BoTorch's ``sample_points_around_best`` picks them.
-    """
-    if X_baseline is None:
-        train_inputs = getattr(model, "train_inputs", None)
-        if not isinstance(train_inputs, tuple) or len(train_inputs) == 0:
-            raise ValueError(
-                "`num_around_best` > 0 (512 by default) needs `X_baseline` or a "
-                f"model with `train_inputs`, got a {type(model).__name__}; pass "
-                "`X_baseline` or `num_around_best=0`."
-            )
-        X_baseline = train_inputs[0]
-    X = X_baseline.to(bounds).reshape(-1, X_baseline.shape[-1])
-    with torch.no_grad():
-        posterior = model.posterior(X, posterior_transform=posterior_transform)
-        mean = posterior.mean  # type: ignore[attr-defined]  # as in the caller
-        mean = mean.reshape(X.shape[0], -1).mean(-1)
-    k = max(1, int(0.05 * X.shape[0]))
-    best = X[mean.topk(k).indices]
-    idx = torch.randint(k, (n,), generator=generator, device=X.device)
-    noise = torch.randn(
-        n, X.shape[-1], generator=generator, dtype=X.dtype, device=X.device
-    )
-    scale = 0.05 * (bounds[1] - bounds[0])
-    return torch.minimum(torch.maximum(best[idx] + scale * noise, bounds[0]), bounds[1])
 
 
 def _model_input_dim(model: Model) -> int | None:

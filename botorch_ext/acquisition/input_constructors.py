@@ -59,12 +59,13 @@ from botorch.sampling.base import MCSampler
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
-from botorch_ext.acquisition.entropy_search import draw_representer_points, qES
+from botorch_ext.acquisition.entropy_search import qES
 from botorch_ext.acquisition.probability_of_improvement import (
     DEFAULT_TAU,
     qLogSoftPI,
     qSoftPI,
 )
+from botorch_ext.acquisition.representer_points import draw_representer_points
 from botorch_ext.acquisition.soft_kg import DEFAULT_NUM_FANTASIES, qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
 

@@ -9,7 +9,12 @@ from botorch.models.transforms import Normalize, Standardize
 from botorch.optim import optimize_acqf
 from botorch.utils.testing import BotorchTestCase, MockModel, MockPosterior
 
-from botorch_ext.acquisition import draw_representer_points, entropy_search, qES
+from botorch_ext.acquisition import (
+    draw_representer_points,
+    entropy_search,
+    qES,
+    representer_points,
+)
 from tests.acquisition.helpers import make_gp, unbatched_member
 
 
@@ -377,7 +382,7 @@ class TestDrawRepresenterPoints(BotorchTestCase):
         )  # fmt: skip
         with self.assertRaisesRegex(ValueError, "`X_baseline`"):
             mock = MockModel(MockPosterior(mean=torch.zeros(16, 1).to(X)))
-            _around_best = entropy_search._around_best
+            _around_best = representer_points._around_best
             _around_best(mock, bounds, 4, None, None)
         plain = draw_representer_points(
             model, bounds, num_points=16, num_candidates=16, uniform_fraction=1.0,
@@ -549,7 +554,7 @@ def _reference_forward(acqf, X):
     G_t = torch.linalg.solve_triangular(L_X.mT, A_t, upper=True)
     B_t = torch.linalg.solve_triangular(L_R, S_RX, upper=False)
     V = S_XX_noisy - B_t.mT @ B_t
-    jitter = entropy_search._RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(
+    jitter = representer_points.RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(
         dim1=-2, dim2=-1
     )
     L_V = psd_safe_cholesky(V + torch.diag_embed(jitter))
