@@ -1,7 +1,8 @@
 # Longer than 500 lines for one class: the parameterization (warp boxes and
 # starts, angular weights and their floor) and the two center rules all act on
-# the same hyperparameters. Pure helpers live in kernels/spherical.py and
-# kernels/radial.py.
+# the same hyperparameters, and about 40% of the file is docstrings (the class's
+# compares it with GPyTorch's kernel of the same paper). Pure helpers live in
+# kernels/spherical.py, kernels/radial.py and kernels/cylindrical_gram.py.
 r"""BOCK's cylindrical kernel: a radius kernel times an angular kernel about a center.
 
 Data path: ``x -> (rho, a)`` polar split about ``center`` -> Kumaraswamy-warped
