@@ -40,7 +40,7 @@ import warnings
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import OtherCPU, environment, write_csv  # noqa: E402
+from common import OtherCPU, environment, write_csv
 
 CONFIGS = ("singletaskgp", "eulbo", "eulbo-cold", "eulbo-joint", "svgp")
 DIM = 6

@@ -42,7 +42,7 @@ import matplotlib
 from botorch_ext.runner.results import stored_results_path
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def load(folders: list[str], methods: set[str] | None) -> dict:

@@ -32,7 +32,7 @@ import botorch_ext  # noqa: E402
 
 project = "botorch_ext"
 author = "botorch_ext developers"
-copyright = "botorch_ext developers"  # noqa: A001
+copyright = "botorch_ext developers"
 release = botorch_ext.__version__
 version = ".".join(release.split(".")[:2])
 

@@ -136,7 +136,7 @@ class TestMigrationPage(unittest.TestCase):
     def test_before_code_fails_and_after_code_builds_the_same_options(self):
         before, grouped, flat, adam_fit, *_ = _python_blocks(DOCS / "migration.md")
         with self.assertRaises(TypeError):
-            exec(compile(before, "migration.md", "exec"), {})  # noqa: S102
+            exec(compile(before, "migration.md", "exec"), {})
         call = next(
             node
             for node in ast.walk(ast.parse(before))
@@ -148,7 +148,7 @@ class TestMigrationPage(unittest.TestCase):
         namespaces = []
         for code in (grouped, flat):
             namespace: dict = {}
-            exec(compile(code, "migration.md", "exec"), namespace)  # noqa: S102
+            exec(compile(code, "migration.md", "exec"), namespace)
             namespaces.append(namespace)
         self.assertEqual(namespaces[0]["options"], EULBOOptions.from_flat(**settings))
         expected = EULBOOptions.from_flat(**settings, lr_x=0.01)
@@ -156,7 +156,7 @@ class TestMigrationPage(unittest.TestCase):
         for namespace in namespaces:
             self.assertEqual(namespace["optimizer"], settings["joint_optimizer"])
         namespace = {}
-        exec(compile(adam_fit, "migration.md", "exec"), namespace)  # noqa: S102
+        exec(compile(adam_fit, "migration.md", "exec"), namespace)
         self.assertEqual(
             namespace["options"], EULBOOptions.from_flat(elbo_optimizer="adam")
         )

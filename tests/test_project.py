@@ -162,7 +162,7 @@ class TestReadmeQuickStart(unittest.TestCase):
         code = re.search(r"```python\n(.+?)\n```", section, flags=re.S).group(1)
         self.assertLessEqual(len(code.splitlines()), 15)
         namespace: dict = {}
-        exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+        exec(compile(code, "README.md", "exec"), namespace)
         X_next = namespace["X_next"]
         self.assertEqual(tuple(X_next.shape), (3, 2))
         self.assertTrue(((X_next >= 0) & (X_next <= 1)).all())

@@ -38,10 +38,10 @@ import torch
 from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
 from gpytorch.kernels import MaternKernel
 
-from botorch_ext.kernels import BOCKKernel  # noqa: E402
+from botorch_ext.kernels import BOCKKernel
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import OtherCPU, environment, write_csv  # noqa: E402
+from common import OtherCPU, environment, write_csv
 
 
 def _call(kernel, X: torch.Tensor, x_grad: bool) -> float:

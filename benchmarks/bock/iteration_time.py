@@ -48,11 +48,11 @@ import time
 import torch
 from botorch.utils.sampling import draw_sobol_samples
 
-from botorch_ext.runner.methods import MethodOptions, get_method  # noqa: E402
-from botorch_ext.runner.problems import get_problem  # noqa: E402
+from botorch_ext.runner.methods import MethodOptions, get_method
+from botorch_ext.runner.problems import get_problem
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import OtherCPU, environment, write_csv  # noqa: E402
+from common import OtherCPU, environment, write_csv
 
 
 def _primed_runs(methods, X, Y, bounds, options) -> dict:

@@ -30,16 +30,16 @@ import sys
 
 import torch
 from botorch.utils.sampling import draw_sobol_samples
-from gpytorch.constraints import Interval  # noqa: E402
-from gpytorch.kernels import ScaleKernel  # noqa: E402
-from gpytorch.priors import NormalPrior  # noqa: E402
+from gpytorch.constraints import Interval
+from gpytorch.kernels import ScaleKernel
+from gpytorch.priors import NormalPrior
 
-from botorch_ext.kernels import BOCKKernel  # noqa: E402
-from botorch_ext.runner.methods import MethodOptions, fit_model  # noqa: E402
-from botorch_ext.runner.problems import get_problem  # noqa: E402
+from botorch_ext.kernels import BOCKKernel
+from botorch_ext.runner.methods import MethodOptions, fit_model
+from botorch_ext.runner.problems import get_problem
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import environment, write_csv  # noqa: E402
+from common import environment, write_csv
 
 
 def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -42,7 +42,7 @@ from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.methods import MethodOptions, register_method
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import append_csv_row  # noqa: E402
+from common import append_csv_row
 
 
 def _variant(name: str, d: int):

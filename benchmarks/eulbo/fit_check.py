@@ -37,7 +37,7 @@ from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import fit_elbo
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import environment  # noqa: E402
+from common import environment
 
 
 def full_elbo(model: EULBOModel) -> float:

@@ -29,7 +29,7 @@ from botorch_ext.models import EULBOModel
 from botorch_ext.optim import optimize_eulbo
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import environment  # noqa: E402
+from common import environment
 
 
 def main() -> None:

@@ -65,7 +65,7 @@ from torch.quasirandom import SobolEngine
 from botorch_ext.acquisition import draw_representer_points, qES, qSoftPI, qUCB
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import OtherCPU, environment  # noqa: E402
+from common import OtherCPU, environment
 
 DTYPE = torch.float64
 DIM = 6

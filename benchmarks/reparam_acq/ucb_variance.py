@@ -40,7 +40,7 @@ from torch.quasirandom import SobolEngine
 from botorch_ext.acquisition import qUCB
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import environment  # noqa: E402
+from common import environment
 
 DTYPE = torch.float64
 DIM = 6

@@ -46,22 +46,22 @@ from gpytorch.constraints import GreaterThan, Interval
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import environment  # noqa: E402
+from common import environment
 
-from botorch_ext.kernels import BOCKKernel  # noqa: E402
-from botorch_ext.kernels.cylindrical import (  # noqa: E402
+from botorch_ext.kernels import BOCKKernel
+from botorch_ext.kernels.cylindrical import (
     ALPHA_BOUNDS,
     BETA_BOUNDS,
     RADIAL_LENGTHSCALE_BOUNDS,
     WARP_START_INSET,
 )
-from botorch_ext.runner.loop import initial_design  # noqa: E402
-from botorch_ext.runner.methods import (  # noqa: E402
+from botorch_ext.runner.loop import initial_design
+from botorch_ext.runner.methods import (
     KERNELS,
     MethodOptions,
     fit_model,
 )
-from botorch_ext.runner.problems import get_problem  # noqa: E402
+from botorch_ext.runner.problems import get_problem
 
 
 def untransformed(kernel):

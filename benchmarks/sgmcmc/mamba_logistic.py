@@ -85,9 +85,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import OtherCPU, environment, write_csv  # noqa: E402
+from common import OtherCPU, environment, write_csv
 
-from botorch_ext.sgmcmc import (  # noqa: E402
+from botorch_ext.sgmcmc import (
     ArmScore,
     MambaArm,
     log_posterior_gradient,

@@ -132,7 +132,7 @@ class TestSchedulerByHand(BotorchTestCase):
                        "--no-dashboard", "--scheduler-file", file]  # fmt: skip
             if module == "dask_worker":
                 command = command[:-2] + ["--nthreads", "1"]
-            log = open(self.tmp / f"{module}.log", "w")  # noqa: SIM115
+            log = open(self.tmp / f"{module}.log", "w")
             self.addCleanup(log.close)
             process = subprocess.Popen(command, env=env, stdout=log, stderr=log)
             self.processes.append(process)

@@ -85,7 +85,7 @@ class FaultCase(BotorchTestCase):
             p for p in (str(ROOT), env.get("PYTHONPATH")) if p
         )
         name = f"{module}-{len(list(self.tmp.glob('*.out')))}"
-        out = open(self.tmp / f"{name}.out", "w")  # noqa: SIM115
+        out = open(self.tmp / f"{name}.out", "w")
         self.addCleanup(out.close)
         command = [sys.executable, "-m", f"distributed.cli.{module}", *args]
         process = subprocess.Popen(command, env=env, stdout=out, stderr=out)

@@ -7,7 +7,7 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.utils.testing import BotorchTestCase
 
 #: A short SVGP fit for tests of shapes, bounds and state (not of fit quality).
-from botorch_ext.optim import fit as svgp_fit  # noqa: E402
+from botorch_ext.optim import fit as svgp_fit
 from botorch_ext.runner import acquisition, fitting, methods, svgp
 from botorch_ext.runner.methods import (
     METHODS,

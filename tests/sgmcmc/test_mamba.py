@@ -301,7 +301,7 @@ class TestMamba(BotorchTestCase):
         grad, t_map = logistic_problem(n=100, d=2)
         grid = dict(step_sizes=[1e-2, 1e-3, 1e-4], batch_sizes=[100, 10], budget=30)
         settings = ArmSettings(sampler="sghmc", thin=2, budget_unit="steps")
-        gen = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+        gen = lambda: torch.Generator().manual_seed(5)
         a = mamba(grad, t_map, 100, **grid, settings=settings, generator=gen(),
                   progress=False)  # fmt: skip
         b = mamba(grad, t_map, 100, **grid, sampler="sghmc", thin=2,
@@ -418,7 +418,7 @@ class TestRunAndScoreArm(BotorchTestCase):
                               budget_unit="steps", generator=gen)  # fmt: skip
         self.assertEqual(state.num_steps, 20)
         # A Gaussian target and a step far above 2: the chain blows up.
-        gauss = lambda t, idx=None: -t  # noqa: E731
+        gauss = lambda t, idx=None: -t
         diverged = SamplerState(theta=torch.ones(2, dtype=torch.double))
         scored = run_and_score_arm(gauss, diverged, MambaArm(1e3, 1), 400, 1,
                                    thin=1, budget_unit="steps")  # fmt: skip
@@ -432,14 +432,14 @@ class TestRunAndScoreArm(BotorchTestCase):
 
     def test_stein_metric_ranks_unusable_samples_last(self):
         samples = torch.randn(5, 2, generator=self._gen(), dtype=torch.double)
-        score = lambda s: self.grad(s, None)  # noqa: E731
+        score = lambda s: self.grad(s, None)
         value, used = stein_metric(samples, score)
         ksd = kernel_stein_discrepancy(samples, score(samples))
         self.assertEqual(value, float(ksd))
         self.assertIs(used, samples)  # no more than max_samples: all, as they are
         self.assertEqual(stein_metric(samples[:1], score)[0], math.inf)
         self.assertEqual(stein_metric(samples, score, diverged=True)[0], math.inf)
-        nan_score = lambda s: torch.full_like(s, math.nan)  # noqa: E731
+        nan_score = lambda s: torch.full_like(s, math.nan)
         self.assertEqual(stein_metric(samples, nan_score)[0], math.inf)
 
     def test_bad_input(self):
