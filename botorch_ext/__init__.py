@@ -13,7 +13,8 @@ from botorch_ext.acquisition import (
     qSoftPI,
     qUCB,
 )
-from botorch_ext.kernels import BOCKKernel, deprecated_kernel_alias
+from botorch_ext.kernels import BOCKKernel
+from botorch_ext.kernels.cylindrical import deprecated_kernel_alias
 from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import TurboState
 from botorch_ext.sgmcmc import (

@@ -40,7 +40,7 @@ def _identity(x: Tensor) -> Tensor:
     return x
 
 
-class ReflectedInterval(Interval):
+class ReflectedInterval(Interval):  # type: ignore[misc]  # GPyTorch ships no type information
     r"""The box ``[lower_bound, upper_bound]``, enforced by reflection at its ends.
 
     ``transform(raw)`` is ``raw`` inside the box and the mirror image of ``raw``
@@ -148,7 +148,7 @@ class ReflectedInterval(Interval):
                 f"{self._get_name()}({_fmt(self.lower_bound)}, "
                 f"{_fmt(self.upper_bound)})"
             )
-        return super().__repr__()
+        return str(super().__repr__())
 
 
 def _fmt(bound: Tensor) -> str:

@@ -183,9 +183,9 @@ class qES(MCAcquisitionFunction):
         self.num_fantasies = num_fantasies
         self.num_inner_samples = num_inner_samples
         self.seed = seed
-        self._base_sample_cache: dict[tuple, tuple[Tensor, Tensor]] = {}
+        self._base_sample_cache: dict[tuple[Any, ...], tuple[Tensor, Tensor]] = {}
         # Holds the tuples of ``_prior_terms`` and of ``_exact_gp_terms`` (or None).
-        self._prior_cache: dict[tuple, Any] = {}
+        self._prior_cache: dict[tuple[Any, ...], Any] = {}
 
     @concatenate_pending_points
     @t_batch_mode_transform()  # type: ignore[arg-type]  # typed for the base class
@@ -307,7 +307,7 @@ class qES(MCAcquisitionFunction):
         """
         key = ("exact", like.dtype, like.device)
         if key in self._prior_cache:
-            return self._prior_cache[key]
+            return cast(tuple[Tensor, ...] | None, self._prior_cache[key])
         model, terms = self.model, None
         outcome_transform = getattr(model, "outcome_transform", None)
         train_inputs = getattr(model, "train_inputs", None)
@@ -378,7 +378,7 @@ class qES(MCAcquisitionFunction):
                     (mu_R / tau).unsqueeze(-2), prior_dev
                 ).squeeze(-1)
             self._prior_cache[key] = (mu_R / tau, L_R, z, prior_dev, h_prior)
-        return self._prior_cache[key]
+        return cast(tuple[Tensor, ...], self._prior_cache[key])
 
     def _base_samples(self, q: int, like: Tensor) -> tuple[Tensor, Tensor]:
         r"""Fixed normal draws for a batch of ``q``.
@@ -419,7 +419,8 @@ def _small_cholesky(S: Tensor) -> Tensor:
     """
     if S.shape[-1] == 1 and bool((S > 0).all()):
         return S.sqrt()
-    return psd_safe_cholesky(S)
+    L: Tensor = psd_safe_cholesky(S)
+    return L
 
 
 def _solve_shared_lower(L: Tensor, B: Tensor) -> Tensor:
@@ -431,10 +432,11 @@ def _solve_shared_lower(L: Tensor, B: Tensor) -> Tensor:
     alone, so the result is the same).
     """
     if L.dim() != 2 or B.dim() < 3:
-        return torch.linalg.solve_triangular(L, B, upper=False)
+        solution: Tensor = torch.linalg.solve_triangular(L, B, upper=False)
+        return solution
     batch, m, q = B.shape[:-2], B.shape[-2], B.shape[-1]
     columns = B.reshape(-1, m, q).permute(1, 0, 2).reshape(m, -1)
-    solved = torch.linalg.solve_triangular(L, columns, upper=False)
+    solved: Tensor = torch.linalg.solve_triangular(L, columns, upper=False)
     return solved.reshape(m, -1, q).permute(1, 0, 2).reshape(*batch, m, q)
 
 
@@ -493,5 +495,5 @@ def _model_input_dim(model: Model) -> int | None:
     r"""The input dimension of a model's training data, if it exposes one."""
     train_inputs = getattr(model, "train_inputs", None)
     if isinstance(train_inputs, tuple) and len(train_inputs) > 0:
-        return train_inputs[0].shape[-1]
+        return int(train_inputs[0].shape[-1])
     return None

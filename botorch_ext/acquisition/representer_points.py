@@ -208,7 +208,8 @@ def _sampled_maximizers(
     )
     L = psd_safe_cholesky(covariance + jitter * eye)
     draws = mean + z @ L.transpose(-1, -2)
-    return draws.argmax(dim=-1).unique()
+    maximizers: Tensor = draws.argmax(dim=-1).unique()
+    return maximizers
 
 
 #: The representer-point schemes of ``draw_representer_points``.

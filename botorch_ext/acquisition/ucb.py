@@ -17,6 +17,7 @@ from botorch.acquisition.objective import (
     PosteriorTransform,
 )
 from botorch.models.model import Model
+from botorch.posteriors.posterior import Posterior
 from botorch.sampling.base import MCSampler
 from torch import Tensor
 
@@ -164,13 +165,15 @@ class qUCB(qUpperConfidenceBound):
         return mean + self.beta_prime * (obj - mean).abs()
 
 
-def _exact_mean(posterior) -> Tensor | None:
+def _exact_mean(posterior: Posterior) -> Tensor | None:
     r"""The posterior mean, or None where the posterior cannot provide it.
 
     E.g. a ``TransformedPosterior`` under a non-linear outcome transform such as
     ``Bilog``, whose mean has no closed form.
     """
     try:
-        return posterior.mean
+        # The stubs' Posterior declares no mean; BoTorch's posteriors have one.
+        mean: Tensor = posterior.mean  # type: ignore[attr-defined]
     except NotImplementedError:
         return None
+    return mean

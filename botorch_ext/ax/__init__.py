@@ -24,6 +24,8 @@ the code that loads a saved experiment says why the load works.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from gpytorch.kernels import Kernel
 
 # Aliased: `acquisition` is also the name of this package's submodule.
@@ -31,7 +33,7 @@ import botorch_ext.acquisition as acquisition_package
 import botorch_ext.kernels as kernel_package
 
 
-def _public(module, base: type) -> tuple[type, ...]:
+def _public(module: ModuleType, base: type) -> tuple[type, ...]:
     # Every public class of the module that is a `base`, so a class added to
     # the module's `__all__` is registered without a change here.
     objects = (getattr(module, name) for name in module.__all__)
@@ -45,7 +47,7 @@ def acquisition_functions() -> tuple[type, ...]:
         >>> [c.__name__ for c in acquisition_functions()]
         ['qES', 'qLogSoftKG', 'qLogSoftPI', 'qSoftPI', 'qUCB']
     """
-    from botorch.acquisition import AcquisitionFunction
+    from botorch.acquisition.acquisition import AcquisitionFunction
 
     return _public(acquisition_package, AcquisitionFunction)
 
@@ -98,7 +100,7 @@ def register() -> None:
     register_storage(acquisition_functions(), kernel_classes())
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     # `EULBOAcquisition` subclasses Ax's `Acquisition`: import Ax only when it
     # is asked for, so that `import botorch_ext.ax` stays cheap.
     if name == "EULBOAcquisition":

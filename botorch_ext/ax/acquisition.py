@@ -48,7 +48,8 @@ from ax.exceptions.core import UnsupportedError, UserInputError
 from ax.generators.torch.botorch_modular.acquisition import Acquisition
 from ax.generators.torch.botorch_modular.surrogate import Surrogate
 from ax.generators.torch_base import TorchOptConfig
-from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.acquisition import AcquisitionFunction
+from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
 from botorch_ext.models import EULBOModel
@@ -215,7 +216,7 @@ class EULBOAcquisition(Acquisition):
         return candidates, value.detach().reshape(()), weights
 
 
-def negated_model(model: EULBOModel, dataset) -> EULBOModel:
+def negated_model(model: EULBOModel, dataset: SupervisedDataset) -> EULBOModel:
     r"""An ``EULBOModel`` of ``-Y`` on the same data, for a minimized objective.
 
     The settings, the input transform and the fitted kernel are copied;

@@ -32,7 +32,7 @@ from ax.storage.botorch_modular_registry import (
     register_model,
 )
 from ax.storage.json_store.registry import CORE_DECODER_REGISTRY
-from botorch.models import SingleTaskVariationalGP
+from botorch.models.approximate_gp import SingleTaskVariationalGP
 from gpytorch.kernels import Kernel
 
 from botorch_ext.ax.acquisition import EULBOAcquisition

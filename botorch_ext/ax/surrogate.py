@@ -63,8 +63,10 @@ from ax.generators.torch.botorch_modular.surrogate import (
 from ax.generators.torch.botorch_modular.utils import ModelConfig, fit_botorch_model
 from botorch.exceptions.warnings import InputDataWarning
 from botorch.fit import fit_gpytorch_mll
-from botorch.models import SingleTaskVariationalGP
-from botorch.models.approximate_gp import ApproximateGPyTorchModel
+from botorch.models.approximate_gp import (
+    ApproximateGPyTorchModel,
+    SingleTaskVariationalGP,
+)
 from botorch.models.model import Model
 from botorch.utils.datasets import SupervisedDataset
 from gpytorch.mlls import (
@@ -137,7 +139,9 @@ def _extends(previous: EULBOModel, X: Tensor) -> bool:
         return bool(torch.equal(X[..., :n, :], Z))
 
 
-def _model_kwargs(model_class: type[Model], model_options: dict) -> dict[str, Any]:
+def _model_kwargs(
+    model_class: type[Model], model_options: dict[str, Any]
+) -> dict[str, Any]:
     r"""Check ``model_options`` against the model's constructor, by name."""
     parameters = inspect.signature(model_class.__init__).parameters
     reserved = {"self", "train_X", "train_Y", "previous_model"}
@@ -151,7 +155,9 @@ def _model_kwargs(model_class: type[Model], model_options: dict) -> dict[str, An
     return dict(model_options)
 
 
-def _without_noise(dataset: SupervisedDataset, model_class: type[Model]):
+def _without_noise(
+    dataset: SupervisedDataset, model_class: type[Model]
+) -> SupervisedDataset:
     if dataset.Yvar is None:
         return dataset
     warnings.warn(
@@ -193,13 +199,14 @@ def _base_inputs(
     """
     _check_search_space(search_space_digest, botorch_model_class)
     base = submodel_input_constructor.dispatch(Model)
-    return base(
+    inputs: dict[str, Any] = base(
         botorch_model_class,
         model_config=dataclasses.replace(model_config, model_options={}),
         dataset=_without_noise(dataset, botorch_model_class),
         search_space_digest=search_space_digest,
         surrogate=surrogate,
     )
+    return inputs
 
 
 def construct_variational_gp_inputs(

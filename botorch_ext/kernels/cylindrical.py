@@ -24,6 +24,7 @@ import math
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any, cast
 
 import torch
@@ -92,8 +93,10 @@ def _warp_start(constraint: Interval) -> Tensor:
     a sigmoid); else the middle of the box.
     """
     if constraint.initial_value is not None:
-        return constraint.transform(torch.as_tensor(constraint.initial_value))
-    lower, upper = constraint.lower_bound, constraint.upper_bound
+        start: Tensor = constraint.transform(torch.as_tensor(constraint.initial_value))
+        return start
+    lower: Tensor = constraint.lower_bound
+    upper: Tensor = constraint.upper_bound
     one = torch.tensor(1.0)
     if not bool(constraint.check(one)):
         return (lower + upper) / 2
@@ -103,7 +106,7 @@ def _warp_start(constraint: Interval) -> Tensor:
     return one
 
 
-class BOCKKernel(Kernel):
+class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type information
     r"""BOCK's cylindrical kernel: a radius kernel times an angular kernel.
 
     Named after the method rather than the kernel's shape: GPyTorch's
@@ -363,7 +366,8 @@ class BOCKKernel(Kernel):
     @property
     def alpha(self) -> Tensor:
         r"""The warp's inner exponent ``alpha`` (``batch_shape x 1``)."""
-        return self.raw_alpha_constraint.transform(self.raw_alpha)
+        alpha: Tensor = self.raw_alpha_constraint.transform(self.raw_alpha)
+        return alpha
 
     @alpha.setter
     def alpha(self, value: float | Tensor) -> None:
@@ -372,7 +376,8 @@ class BOCKKernel(Kernel):
     @property
     def beta(self) -> Tensor:
         r"""The warp's outer exponent ``beta`` (``batch_shape x 1``)."""
-        return self.raw_beta_constraint.transform(self.raw_beta)
+        beta: Tensor = self.raw_beta_constraint.transform(self.raw_beta)
+        return beta
 
     @beta.setter
     def beta(self, value: float | Tensor) -> None:
@@ -559,7 +564,11 @@ class BOCKKernel(Kernel):
         g2 = horner(weights, r2.square()).expand_as(r2).rsqrt()
         scale = math.sqrt(5) / self.radial_base_kernel.lengthscale.reshape(())
         s1, s2 = (w1.squeeze(-1) * scale), (w2.squeeze(-1) * scale)
-        return CylindricalGram.apply(a1, a2, r1, r2, s1, s2, g1, g2, weights)
+        # Function.apply is unannotated in PyTorch.
+        gram: Tensor = CylindricalGram.apply(  # type: ignore[no-untyped-call]
+            a1, a2, r1, r2, s1, s2, g1, g2, weights
+        )
+        return gram
 
     def _offset_norm(self, rho: Tensor, w: Tensor) -> Tensor:
         # |u| = w(rho) rho / (rho + eps): BoTorch's warp maps rho = 0 to
@@ -637,11 +646,16 @@ class BOCKKernel(Kernel):
             scale = math.sqrt(5) / k.lengthscale  # batch x 1 x 1
             u1, u2 = w1 * scale, w2 * scale
             if diag:
-                return Matern52Radial.apply(u1.squeeze(-1), u2.squeeze(-1))
-            return Matern52Radial.apply(u1, u2.mT)
+                u1, u2 = u1.squeeze(-1), u2.squeeze(-1)
+            else:
+                u2 = u2.mT
+            # Function.apply is unannotated in PyTorch.
+            matern: Tensor = Matern52Radial.apply(u1, u2)  # type: ignore[no-untyped-call]
+            return matern
         with settings.lazily_evaluate_kernels(False):
             radial = k(w1, w2, diag=diag, **params)
-        return radial if diag else radial.to_dense()
+        dense: Tensor = radial if diag else radial.to_dense()
+        return dense
 
 
 def _check_ball(
@@ -724,7 +738,8 @@ def deprecated_kernel_alias() -> type[BOCKKernel]:
     the import machinery's look-up of a ``from ... import`` (the statement's own
     look-up that follows warns).
     """
-    frame, level = sys._getframe(0), 1
+    frame: FrameType | None = sys._getframe(0)
+    level = 1
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if module.startswith("importlib"):

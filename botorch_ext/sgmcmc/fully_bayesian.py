@@ -180,7 +180,8 @@ class _LogJoint(torch.nn.Module):
         mll = ExactMarginalLogLikelihood(model.likelihood, model)
         output = model(*model.train_inputs)
         n = model.train_targets.shape[-1]
-        return mll(output, model.train_targets) * n
+        value: Tensor = mll(output, model.train_targets) * n
+        return value
 
 
 class HyperparameterPosterior:
@@ -245,7 +246,7 @@ class HyperparameterPosterior:
         self.num_data = int(model.train_targets.shape[-1])
 
     # --------------------------------------------------------------- mapping
-    def _to_raw(self, entry: dict, z: Tensor) -> tuple[Tensor, Tensor]:
+    def _to_raw(self, entry: dict[str, Any], z: Tensor) -> tuple[Tensor, Tensor]:
         r"""Raw parameter value from ``z`` and ``log|d raw / d z|`` (summed)."""
         kind, c = entry["kind"], entry["constraint"]
         if kind == "box":
@@ -310,7 +311,8 @@ class HyperparameterPosterior:
             elif e["kind"] == "free":
                 extra = extra - 0.5 * (chunk / RAW_PRIOR_SCALE).pow(2).sum()
         self.model.train()
-        return functional_call(self.joint, values, ()) + extra
+        log_density: Tensor = functional_call(self.joint, values, ()) + extra
+        return log_density
 
     def gradient(self, z: Tensor, indices: Tensor | None = None) -> Tensor:
         r"""``grad log pi(z)``: one ``z`` (``dim``) or a batch (``k x dim``, looped).

@@ -63,7 +63,7 @@ class MambaRound:
     """
 
     budget: float
-    arms: list[dict] = field(default_factory=list)
+    arms: list[dict[str, Any]] = field(default_factory=list)
     survivors: list[MambaArm] = field(default_factory=list)
 
 
