@@ -20,11 +20,11 @@ and ``noise.png`` (median fitted noise per evaluation) into ``--plots``.
 
 Usage::
 
-    python benchmarks/grid_summary.py benchmarks/eulbo/results/eulbo-v2/hartmann6 \
-        benchmarks/eulbo/results/eulbo/hartmann6::qlogei \
+    python benchmarks/grid_summary.py benchmarks/eulbo/results/adam-fit/hartmann6 \
+        benchmarks/eulbo/results/reallocated-inducing/hartmann6::qlogei \
         --methods elbo-svgp,eulbo-ei,qlogei \
         --at 200 --pairs eulbo-ei:elbo-svgp,elbo-svgp:qlogei,eulbo-ei:qlogei \
-        --plots benchmarks/eulbo/results/eulbo-v2/hartmann6
+        --plots benchmarks/eulbo/results/adam-fit/hartmann6
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 # SingleTaskGP whose kernel is the only difference; centre + 9 Sobol initial
 # points, q = 1, Bilog, 5 restarts and 256 raw samples), so that the stored
 # `bock` (the "direction" rule, unchanged), `matern` and `qlogei` runs of
-# benchmarks/bock/results/bock/ are the same pipeline. One `botorch-ext run` per
+# benchmarks/bock/results/direction-rule/ are the same pipeline. One `botorch-ext run` per
 # (problem, method, seed), each into its own folder and flushed per evaluation,
 # so a cut session keeps every row. LANES parallel lanes, one thread each.
 # Usage: bash benchmarks/bock/grid.sh [OUT_DIR]

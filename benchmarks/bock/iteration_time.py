@@ -31,7 +31,7 @@ Usage::
     python benchmarks/bock/iteration_time.py --quick
     python benchmarks/bock/iteration_time.py --design near-center \
         --methods bock,bock-direction,qlogei --initial-conditions bock \
-        --output benchmarks/bock/results/bock-v2/iteration_time_near_center.csv
+        --output benchmarks/bock/results/continuous-rule/iteration_time_near_center.csv
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ proposals). Unfinished runs are listed separately and left out of the statistics
 
 Usage::
 
-    python benchmarks/bock/summary.py [benchmarks/bock/results/bock]
+    python benchmarks/bock/summary.py [benchmarks/bock/results/direction-rule]
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument(
         "root",
         nargs="?",
-        default="benchmarks/bock/results/bock",
+        default="benchmarks/bock/results/direction-rule",
         help="a folder of settings, each with its results.csv (default: %(default)s)",
     )
     root = Path(parser.parse_args().root)

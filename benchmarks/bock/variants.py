@@ -74,7 +74,9 @@ def main() -> None:
     parser.add_argument("--variants", default="floor05,floor50")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--budget", type=int, default=60)
-    parser.add_argument("--out", default="benchmarks/bock/results/bock-v2/variants")
+    parser.add_argument(
+        "--out", default="benchmarks/bock/results/continuous-rule/variants"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     for variant in args.variants.split(","):

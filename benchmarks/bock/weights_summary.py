@@ -8,7 +8,8 @@ weight ``> 0.99``), and the median warp ``(alpha, beta)``.
 
 Usage::
 
-    python benchmarks/bock/weights_summary.py benchmarks/bock/results/bock-v2/r100-400 \
+    python benchmarks/bock/weights_summary.py \
+        benchmarks/bock/results/continuous-rule/r100-400 \
         --at 50,100,200,400
 """
 

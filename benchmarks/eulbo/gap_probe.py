@@ -33,9 +33,10 @@ checkpoint, variant), flushed as it goes, and a summary with ``--summary``.
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/eulbo/gap_probe.py --seeds 2,6 \
-        --checkpoints 130,160,200 --out benchmarks/eulbo/results/eulbo-v3/gap_probe.csv
+        --checkpoints 130,160,200 \
+        --out benchmarks/eulbo/results/converged-fit/gap_probe.csv
     python benchmarks/eulbo/gap_probe.py --summary \
-        --out benchmarks/eulbo/results/eulbo-v3/gap_probe.csv
+        --out benchmarks/eulbo/results/converged-fit/gap_probe.csv
 """
 
 from __future__ import annotations
@@ -277,7 +278,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", default="2,6")
     p.add_argument("--checkpoints", default="130,160,200")
-    p.add_argument("--out", default="benchmarks/eulbo/results/eulbo-v3/gap_probe.csv")
+    p.add_argument(
+        "--out", default="benchmarks/eulbo/results/converged-fit/gap_probe.csv"
+    )
     p.add_argument("--summary", action="store_true")
     args = p.parse_args()
     out = Path(args.out)

@@ -4,7 +4,7 @@
 # m = 100, optimize_acqf with 10 restarts and 256 raw samples, seeds SEEDS
 # (default 0-9), BUDGET evaluations (default 200 = 100 BO steps; the paper's 300
 # did not fit the session). qlogei seeds 0-2 are skipped by default because the
-# issue-6 grid (benchmarks/eulbo/results/eulbo/hartmann6/qlogei-s*) ran the same,
+# issue-6 grid (benchmarks/eulbo/results/reallocated-inducing/hartmann6/qlogei-s*) ran the same,
 # unchanged qlogei pipeline to 300. Two lanes, one thread each; every run writes
 # its own results.csv, flushed per evaluation.
 # Usage: bash benchmarks/eulbo/hartmann6.sh [OUT_DIR]
@@ -13,7 +13,7 @@
 # Ablations: METHODS="benchmarks.eulbo.ablations:elbo_svgp_lbfgs" (the folder is
 # named after the attribute, elbo-svgp-lbfgs-sS, as the stored runs).
 set -euo pipefail
-OUT=${1:-benchmarks/eulbo/results/eulbo-v2/hartmann6}
+OUT=${1:-benchmarks/eulbo/results/adam-fit/hartmann6}
 SEEDS=${SEEDS:-"0 1 2 3 4 5 6 7 8 9"}
 METHODS=${METHODS:-"elbo-svgp eulbo-ei qlogei"}
 QLOGEI_SKIP=${QLOGEI_SKIP:-"0 1 2"}

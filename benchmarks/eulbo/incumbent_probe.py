@@ -24,9 +24,9 @@ fit reproduces the logged noise. At each checkpoint it records:
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/incumbent_probe.py \
-        benchmarks/eulbo/results/eulbo-v3/hartmann6-300/elbo-svgp-lbfgs-s{0,2,4} \
+        benchmarks/eulbo/results/converged-fit/hartmann6-300/elbo-svgp-lbfgs-s{0,2,4} \
         --checkpoints 200,250,290 \
-        --output benchmarks/eulbo/results/eulbo-v3/incumbent_probe.csv
+        --output benchmarks/eulbo/results/converged-fit/incumbent_probe.csv
 """
 
 from __future__ import annotations

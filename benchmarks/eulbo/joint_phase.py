@@ -25,13 +25,13 @@ the EULBO candidate is better, and the mean distance moved.
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/joint_phase.py --seeds 0,1,2 \
-        --steps 30 [--output benchmarks/eulbo/results/eulbo-v2/joint_phase.csv]
+        --steps 30 [--output benchmarks/eulbo/results/adam-fit/joint_phase.csv]
     python benchmarks/eulbo/joint_phase.py --summary [--output ...]
     # section 7.8: the Adam and L-BFGS joint phases from the converged ELBO fit
     OMP_NUM_THREADS=1 python benchmarks/eulbo/joint_phase.py --seeds 0,1 --steps 15 \
         --utility ei \
         --variants "default (steps rule),L-BFGS joint,L-BFGS joint on q(u)" \
-        --output benchmarks/eulbo/results/eulbo-v3/joint_phase.csv
+        --output benchmarks/eulbo/results/converged-fit/joint_phase.csv
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--n-init", type=int, default=100)
     parser.add_argument(
-        "--output", default=os.path.join(HERE, "results/eulbo-v2/joint_phase.csv")
+        "--output", default=os.path.join(HERE, "results/adam-fit/joint_phase.csv")
     )
     parser.add_argument("--summary", action="store_true")
     parser.add_argument(

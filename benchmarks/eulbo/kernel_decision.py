@@ -4,22 +4,23 @@ Reads the stored runs of ``turbo-elbo-svgp`` (BoTorch's ARD kernel) and of the
 ablation ``turbo-elbo-svgp-iso-prior-scaled`` (the isotropic RBF kernel with
 BoTorch's dimension-scaled lengthscale prior and a Gamma(2, 0.15) outputscale,
 now ``EULBOModel``'s default), raw (``results.csv``) or compacted
-(``results.checkpoints.csv``), and prints, at each checkpoint, the best value
+(``results.checkpoints.csv.gz``), and prints, at each checkpoint, the best value
 of every seed (minimization), mean +/- standard error per kernel, and the
 paired difference isotropic - ARD over the seeds both reached.
 
 Example::
 
     python benchmarks/eulbo/kernel_decision.py --at 300,600,1000,2000 \
-        benchmarks/eulbo/results/eulbo-v3/rover-ablation \
-        benchmarks/eulbo/results/eulbo-v3/rover-iso-1000 \
-        benchmarks/eulbo/results/eulbo-v3/rover-kernel
+        benchmarks/eulbo/results/converged-fit/rover-ablation \
+        benchmarks/eulbo/results/converged-fit/rover-iso-1000 \
+        benchmarks/eulbo/results/converged-fit/rover-kernel
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import math
 import statistics
 from pathlib import Path
@@ -34,8 +35,11 @@ def best_values(directories: list[str]) -> dict[tuple[str, int], dict[int, float
     r"""``(kernel, seed) -> {n_evals: best value so far}`` from the run folders."""
     runs: dict[tuple[str, int], dict[int, float]] = {}
     for directory in directories:
-        for path in sorted(Path(directory).glob("*/results*.csv")):
-            with open(path, newline="") as f:
+        paths = [*Path(directory).glob("*/results*.csv")]
+        paths += Path(directory).glob("*/results*.csv.gz")
+        for path in sorted(paths):
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt", newline="") as f:
                 rows = list(csv.DictReader(f))
             if not rows or rows[0]["method"] not in KERNELS:
                 continue

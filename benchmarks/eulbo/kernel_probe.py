@@ -17,9 +17,9 @@ a ``ScaleKernel`` with a Gamma(2, 0.15) outputscale prior).
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/kernel_probe.py \
-        benchmarks/eulbo/results/eulbo-v3/rover-iso/turbo-elbo-svgp-iso-s0 \
+        benchmarks/eulbo/results/converged-fit/rover-iso/turbo-elbo-svgp-iso-s0 \
         --turbo --q 20 --ns 100,120,140,200 --kernels iso,iso-prior,ard \
-        --output benchmarks/eulbo/results/eulbo-v3/kernel_probe.csv
+        --output benchmarks/eulbo/results/converged-fit/kernel_probe.csv
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--q", type=int, default=1)
     parser.add_argument("--num-inducing-points", type=int, default=100)
     parser.add_argument(
-        "--output", default=os.path.join(HERE, "results/eulbo-v3/kernel_probe.csv")
+        "--output", default=os.path.join(HERE, "results/converged-fit/kernel_probe.csv")
     )
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -20,7 +20,7 @@ units). One thread; rows are appended to the output CSV as each fit finishes.
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/large_n_fit.py --ns 5000,10000 \
-        --output benchmarks/eulbo/results/eulbo-v3/large_n_fit.csv
+        --output benchmarks/eulbo/results/converged-fit/large_n_fit.csv
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ model's after its step (``--ns`` does not apply).
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/noise_check.py \
-        benchmarks/eulbo/results/eulbo-v3/hartmann6/eulbo-kg-s{0,1,2} --ns 150,200 \
-        --output benchmarks/eulbo/results/eulbo-v3/noise_check.csv
+        benchmarks/eulbo/results/converged-fit/hartmann6/eulbo-kg-s{0,1,2} \
+        --ns 150,200 \
+        --output benchmarks/eulbo/results/converged-fit/noise_check.csv
     OMP_NUM_THREADS=1 python benchmarks/eulbo/noise_check.py \
         checkpoints/hartmann6-eulbo-kg-m50-s*-init100-q1.pt --output noise_kg.csv
 """
@@ -115,7 +116,7 @@ def main() -> None:
     parser.add_argument("--ns", default="150,200")
     parser.add_argument("--num-inducing-points", type=int, default=100)
     parser.add_argument(
-        "--output", default=os.path.join(HERE, "results/eulbo-v3/noise_check.csv")
+        "--output", default=os.path.join(HERE, "results/converged-fit/noise_check.csv")
     )
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -11,7 +11,8 @@ unit cube). Per method: means over the runs.
 
 Usage:
     python benchmarks/eulbo/replicates.py \
-        benchmarks/eulbo/results/eulbo-v3/hartmann6-300/*-s[0-9] --start 200 --stop 300
+        benchmarks/eulbo/results/converged-fit/hartmann6-300/*-s[0-9] \
+        --start 200 --stop 300
 """
 
 from __future__ import annotations

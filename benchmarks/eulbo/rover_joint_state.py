@@ -11,7 +11,7 @@ number of steps and the seconds.
 
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/rover_joint_state.py --n 1000 \
-        --output benchmarks/eulbo/results/eulbo-v3/rover_joint_state.csv
+        --output benchmarks/eulbo/results/converged-fit/rover_joint_state.csv
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--output",
-        default=os.path.join(HERE, "results/eulbo-v3/rover_joint_state.csv"),
+        default=os.path.join(HERE, "results/converged-fit/rover_joint_state.csv"),
     )
     args = parser.parse_args()
     torch.set_num_threads(1)

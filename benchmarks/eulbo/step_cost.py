@@ -17,7 +17,7 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/step_cost.py \
         [--ns 1000,2000,5000,10000] [--methods turbo-elbo-svgp,turbo-eulbo-ei,turbo] \
         [--exact-max-n 2000] [--device cuda] \
-        [--output benchmarks/eulbo/results/eulbo-v2/step_cost.csv]
+        [--output benchmarks/eulbo/results/adam-fit/step_cost.csv]
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--exact-max-n", type=int, default=2000)
     parser.add_argument("--q", type=int, default=20)
     parser.add_argument(
-        "--output", default=os.path.join(HERE, "results/eulbo-v2/step_cost.csv")
+        "--output", default=os.path.join(HERE, "results/adam-fit/step_cost.csv")
     )
     parser.add_argument(
         "--device", default="cpu", help="torch device of the data and models (cuda)"
