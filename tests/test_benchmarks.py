@@ -96,6 +96,18 @@ class TestCompactResults(unittest.TestCase):
             self.assertEqual(compact_file(raw, every=5).read_bytes(), first)
 
 
+class TestStoredResultsRead(unittest.TestCase):
+    def test_kernel_decision_reads_the_gzipped_checkpoints(self):
+        # The README's kernel table, from the stored (gzipped) run summaries.
+        script = load_script("benchmarks/eulbo/kernel_decision.py")
+        folder = ROOT / "benchmarks" / "eulbo" / "results" / "converged-fit"
+        runs = script.best_values(
+            [str(folder / name) for name in ("rover-ablation", "rover-kernel")]
+        )
+        self.assertAlmostEqual(runs[("ARD", 0)][300], 2.47, places=2)
+        self.assertAlmostEqual(runs[("isotropic", 3)][300], -4.28, places=2)
+
+
 class TestRepositoryLayout(unittest.TestCase):
     def test_one_folder_per_paper_with_a_readme(self):
         for name in PAPERS:
