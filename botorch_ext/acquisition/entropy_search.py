@@ -15,6 +15,7 @@ The representer points over which ``p_max`` is defined are drawn by
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, cast
 
 import torch
@@ -32,6 +33,7 @@ from gpytorch.models import ExactGP
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
+from botorch_ext.acquisition import representer_points
 from botorch_ext.acquisition.probability_of_improvement import DEFAULT_TAU
 from botorch_ext.acquisition.representer_points import RELATIVE_JITTER
 from botorch_ext.validation import (
@@ -497,3 +499,22 @@ def _model_input_dim(model: Model) -> int | None:
     if isinstance(train_inputs, tuple) and len(train_inputs) > 0:
         return int(train_inputs[0].shape[-1])
     return None
+
+
+#: Names that lived in this module up to 0.2.0, now in ``representer_points``.
+_MOVED_TO_REPRESENTER_POINTS = ("draw_representer_points", "REPRESENTER_SCHEMES")
+
+
+def __getattr__(name: str) -> object:
+    # Deprecated aliases for one release: the names moved with the sampler.
+    if name in _MOVED_TO_REPRESENTER_POINTS:
+        warnings.warn(
+            f"`botorch_ext.acquisition.entropy_search.{name}` moved to "
+            f"`botorch_ext.acquisition.representer_points.{name}` (also exported "
+            "by `botorch_ext.acquisition`); the old path will be removed in the "
+            "next release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(representer_points, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,6 @@
 import itertools
 import math
+import unittest
 
 import torch
 from botorch.acquisition.objective import ScalarizedPosteriorTransform
@@ -656,3 +657,16 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
             got = entropy_search._solve_shared_lower(L.to(**tkw), B.to(**tkw))
             want = torch.linalg.solve_triangular(L, B, upper=False)
             self.assertAllClose(got, want.to(dtype), atol=64 * eps, rtol=64 * eps)
+
+
+class TestMovedNames(unittest.TestCase):
+    r"""``draw_representer_points`` up to 0.2.0 in ``entropy_search``: an alias."""
+
+    def test_old_path_warns_and_gives_the_same_function(self):
+        for name in ("draw_representer_points", "REPRESENTER_SCHEMES"):
+            with self.subTest(name=name):
+                with self.assertWarnsRegex(DeprecationWarning, "representer_points"):
+                    old = getattr(entropy_search, name)
+                self.assertIs(old, getattr(representer_points, name))
+        with self.assertRaises(AttributeError):
+            entropy_search.no_such_name  # noqa: B018
