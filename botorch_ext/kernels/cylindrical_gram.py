@@ -45,8 +45,8 @@ def _block_terms(
     z = d.abs()
     e = z.neg().exp_()
     # Matern-5/2: (1 + z + z^2 / 3) exp(-z).
-    R = z.div(3.0).add_(1.0).mul_(z).add_(1.0).mul_(e)
-    return t, H, d, e, R
+    M = z.div(3.0).add_(1.0).mul_(z).add_(1.0).mul_(e)
+    return t, H, d, e, M
 
 
 class CylindricalGram(torch.autograd.Function):
@@ -79,8 +79,8 @@ class CylindricalGram(torch.autograd.Function):
         dot = a1 @ a2.mT
         K = torch.empty_like(dot)
         for rows in _blocks(*dot.shape):
-            _, H, _, _, R = _block_terms(dot[rows], r1[rows], r2, s1[rows], s2, c)
-            K[rows] = R.mul_(H).mul_(g1[rows].unsqueeze(-1)).mul_(g2)
+            _, H, _, _, M = _block_terms(dot[rows], r1[rows], r2, s1[rows], s2, c)
+            K[rows] = M.mul_(H).mul_(g1[rows].unsqueeze(-1)).mul_(g2)
         ctx.save_for_backward(a1, a2, dot, r1, r2, s1, s2, g1, g2, c)
         ctx.same_directions = a1 is a2
         return K
@@ -93,16 +93,17 @@ class CylindricalGram(torch.autograd.Function):
         P = c.shape[0] - 1
         # Derivative coefficients p c_p of H'(t).
         dc = c[1:] * torch.arange(1, P + 1, dtype=c.dtype, device=c.device)
+        # g_X: the gradient with respect to X, accumulated over the row blocks.
         g_dot = torch.zeros_like(dot) if (need[0] or need[1]) else None
         g_r1, g_s1, g_g1 = (torch.zeros_like(v) for v in (r1, s1, g1))
         g_r2, g_s2, g_g2 = (torch.zeros_like(v) for v in (r2, s2, g2))
         g_c = torch.zeros_like(c)
         for rows in _blocks(*dot.shape):
             dot_b, r1_b = dot[rows], r1[rows]
-            t, H, d, e, R = _block_terms(dot_b, r1_b, r2, s1[rows], s2, c)
+            t, H, d, e, M = _block_terms(dot_b, r1_b, r2, s1[rows], s2, c)
             Gg = grad[rows] * g1[rows].unsqueeze(-1)
             Gg.mul_(g2)
-            Q = Gg * R  # the gradient with respect to H
+            Q = Gg * M  # the gradient with respect to H
             GH = Gg.mul_(H)  # the gradient with respect to M
             # g: K = (M H g1 g2), so dK/dg1_i = sum_j G M H g2 = sum_j Q H / g1.
             QH = Q * H
