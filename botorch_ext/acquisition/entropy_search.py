@@ -1,3 +1,6 @@
+# Over 500 lines: one concept, qES (its analytic conditioning, its caches and the
+# factorized entropy of p_max); about half of the file is docstrings with the math.
+# The representer points it needs live in representer_points.py.
 r"""Parallel entropy search with a softmax-relaxed ``p_max`` (q-ES).
 
 References:
