@@ -22,87 +22,48 @@ import io
 import json
 import os
 import shutil
-import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from botorch_ext.runner.aliases import deprecated_aliases
 from botorch_ext.runner.checkpoint import STATE_DIR
 from botorch_ext.runner.metadata import (
-    METADATA_KEYS,
     config_differences,
     now_iso,
     peak_rss_mb,
-    redact,
     run_metadata,
 )
 from botorch_ext.runner.schema import (
-    DIAGNOSTIC_COLUMNS,
-    FIXED_COLUMNS,
     SCHEMA_VERSION,
     columns,
-    diagnostic_fields,
     parse_row,
     run_key,
-    x_columns,
 )
 
-__all__ = [
-    "DIAGNOSTIC_COLUMNS",
-    "FIXED_COLUMNS",
-    "SCHEMA_VERSION",
-    "METADATA_KEYS",
-    "CsvWriter",
-    "Output",
-    "StoredResults",
-    "columns",
-    "config_differences",
-    "count_rows",
-    "diagnostic_fields",
-    "drop_duplicates",
-    "holding_interrupts",
-    "load_results",
-    "open_output",
-    "parse_row",
-    "read_results",
-    "redact",
-    "run_metadata",
-    "x_columns",
-]
-
-
-@contextmanager
-def holding_interrupts() -> Iterator[None]:
-    r"""Hold ``SIGINT`` and ``SIGTERM`` until the block ends, then deliver them.
-
-    Wraps the evaluation of a batch and the hand-over of its rows (to a file or a
-    queue), so that a stop request cannot fall between an evaluation and its row:
-    an evaluated row is always written. A no-op outside the main thread (where
-    Python cannot set signal handlers).
-
-    Example:
-        >>> with holding_interrupts():
-        ...     writer.write(row)
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous[signum] = signal.signal(signum, lambda s, _: received.append(s))
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if received:
-            # Re-delivered to the restored handlers: KeyboardInterrupt for SIGINT,
-            # the default (exit) for SIGTERM, nothing where they are ignored.
-            signal.raise_signal(received[0])
+#: Names that lived here before 0.2.0 (re-exported from their homes): still
+#: importable from here, with a ``DeprecationWarning``, until 0.3.0.
+_MOVED = {
+    **dict.fromkeys(
+        ("METADATA_KEYS", "config_differences", "redact", "run_metadata"),
+        "botorch_ext.runner.metadata",
+    ),
+    **dict.fromkeys(
+        (
+            "DIAGNOSTIC_COLUMNS",
+            "FIXED_COLUMNS",
+            "SCHEMA_VERSION",
+            "columns",
+            "diagnostic_fields",
+            "parse_row",
+            "x_columns",
+        ),
+        "botorch_ext.runner.schema",
+    ),
+    "holding_interrupts": "botorch_ext.runner.signals",
+}
+__getattr__ = deprecated_aliases(__name__, _MOVED)
 
 
 class CsvWriter:
