@@ -23,7 +23,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from botorch_ext.constraints import ReflectedInterval
 from botorch_ext.kernels import CylindricalKernel
-from botorch_ext.runner.methods import KERNELS
+from botorch_ext.runner.kernels import KERNELS
 from botorch_ext.sgmcmc import sgld
 from botorch_ext.sgmcmc.fully_bayesian import HyperparameterPosterior
 

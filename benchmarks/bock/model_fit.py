@@ -35,7 +35,8 @@ from gpytorch.kernels import ScaleKernel  # noqa: E402
 from gpytorch.priors import NormalPrior  # noqa: E402
 
 from botorch_ext.kernels import CylindricalKernel  # noqa: E402
-from botorch_ext.runner.methods import MethodOptions, fit_model  # noqa: E402
+from botorch_ext.runner.fitting import fit_model  # noqa: E402
+from botorch_ext.runner.options import MethodOptions  # noqa: E402
 from botorch_ext.runner.problems import get_problem  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

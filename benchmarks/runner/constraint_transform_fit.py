@@ -55,12 +55,10 @@ from botorch_ext.kernels.cylindrical import (  # noqa: E402
     RADIAL_LENGTHSCALE_BOUNDS,
     WARP_START_INSET,
 )
+from botorch_ext.runner.fitting import fit_model  # noqa: E402
+from botorch_ext.runner.kernels import KERNELS  # noqa: E402
 from botorch_ext.runner.loop import initial_design  # noqa: E402
-from botorch_ext.runner.methods import (  # noqa: E402
-    KERNELS,
-    MethodOptions,
-    fit_model,
-)
+from botorch_ext.runner.options import MethodOptions  # noqa: E402
 from botorch_ext.runner.problems import get_problem  # noqa: E402
 
 

@@ -24,7 +24,8 @@ from botorch.utils.testing import BotorchTestCase
 
 from benchmarks.eulbo.faithfulness import STATISTICS, step_row
 from botorch_ext.runner.loop import initial_design
-from botorch_ext.runner.methods import MethodOptions, get_method
+from botorch_ext.runner.methods import get_method
+from botorch_ext.runner.options import MethodOptions
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "aabo_hartmann6_steps.json"
 
