@@ -53,13 +53,11 @@ from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
+from botorch_ext.runner import kernels, protocol, svgp, turbo
 from botorch_ext.runner.acquisition import acquisition_method
 from botorch_ext.runner.aliases import deprecated_aliases
-from botorch_ext.runner.kernels import svgp_ard_kernel
 from botorch_ext.runner.options import iteration_seed
-from botorch_ext.runner.protocol import METHOD_FLAGS, FunctionMethod, Method
-from botorch_ext.runner.svgp import SVGPMethod
-from botorch_ext.runner.turbo import TurboMethod
+from botorch_ext.runner.protocol import METHOD_FLAGS, FunctionMethod
 
 #: Names that lived here before 0.2.0 (re-exported from their homes): still
 #: importable from here, with a ``DeprecationWarning``, until 0.3.0.
@@ -137,7 +135,7 @@ _QLOGNEI = qLogNoisyExpectedImprovement
 #: The user-facing methods: name -> (method, one-line summary). The SVGP methods
 #: pin their kernel (``svgp_ard_kernel``), so a name keeps its model; the
 #: ``*-authors`` ones use the kernel of the authors' loop (``preset="authors"``).
-_REGISTRY: dict[str, tuple[Method, str]] = {
+_REGISTRY: dict[str, tuple[protocol.Method, str]] = {
     "random": (
         FunctionMethod(_random, model_based=False),
         "uniform random points (no model)",
@@ -184,35 +182,35 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
         "qLogNEI with GPyTorch's CylindricalKernel",
     ),
     "eulbo-ei": (
-        SVGPMethod("ei", kernel=svgp_ard_kernel),
+        svgp.SVGPMethod("ei", kernel=kernels.svgp_ard_kernel),
         "EULBO: SVGP fitted jointly with the EI proposal (Maus et al. 2024)",
     ),
     "eulbo-kg": (
-        SVGPMethod("kg", kernel=svgp_ard_kernel),
+        svgp.SVGPMethod("kg", kernel=kernels.svgp_ard_kernel),
         "EULBO with the KG utility (Maus et al. 2024)",
     ),
     "elbo-svgp": (
-        SVGPMethod(None, kernel=svgp_ard_kernel),
+        svgp.SVGPMethod(None, kernel=kernels.svgp_ard_kernel),
         "SVGP fitted by its ELBO, then qLogEI (EULBO's baseline)",
     ),
     "eulbo-ei-authors": (
-        SVGPMethod("ei", preset="authors"),
+        svgp.SVGPMethod("ei", preset="authors"),
         "eulbo-ei as the authors' released code runs it (EULBOOptions.authors)",
     ),
     "elbo-svgp-authors": (
-        SVGPMethod(None, preset="authors"),
+        svgp.SVGPMethod(None, preset="authors"),
         "the authors' ELBO baseline: early-stopped Adam fit, qEI with noise",
     ),
     "turbo-eulbo-ei": (
-        SVGPMethod("ei", turbo=True, kernel=svgp_ard_kernel),
+        svgp.SVGPMethod("ei", turbo=True, kernel=kernels.svgp_ard_kernel),
         "eulbo-ei in a TuRBO trust region (Maus et al. 2024)",
     ),
     "turbo-elbo-svgp": (
-        SVGPMethod(None, turbo=True, kernel=svgp_ard_kernel),
+        svgp.SVGPMethod(None, turbo=True, kernel=kernels.svgp_ard_kernel),
         "elbo-svgp in a TuRBO trust region",
     ),
     "turbo": (
-        TurboMethod(),
+        turbo.TurboMethod(),
         "TuRBO with an exact GP and qLogEI (Eriksson et al. 2019)",
     ),
     "botorch-qucb": (
@@ -248,12 +246,12 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
 
 #: Method name -> method, the user-facing methods, then any registered with
 #: ``register_method`` or resolved from ``module:attribute``.
-METHODS: dict[str, Method] = {name: m for name, (m, _) in _REGISTRY.items()}
+METHODS: dict[str, protocol.Method] = {name: m for name, (m, _) in _REGISTRY.items()}
 #: Method name -> one-line summary (``botorch-ext methods``).
 METHOD_SUMMARIES: dict[str, str] = {name: t for name, (_, t) in _REGISTRY.items()}
 
 
-def as_method(name: str, method: object) -> Method:
+def as_method(name: str, method: object) -> protocol.Method:
     r"""``method`` as a runner method: itself, or a plain function wrapped.
 
     A function ``(train_X, train_Y, bounds, q, seed, options) -> candidates``
@@ -272,7 +270,7 @@ def as_method(name: str, method: object) -> Method:
     Raises:
         ValueError: For an object that is neither, or a method that lacks a flag.
     """
-    if isinstance(method, Method):
+    if isinstance(method, protocol.Method):
         return method
     if hasattr(method, "new_run"):
         missing = [flag for flag in METHOD_FLAGS if not hasattr(method, flag)]
@@ -293,7 +291,7 @@ def as_method(name: str, method: object) -> Method:
     )
 
 
-def _same(registered: Method, method: object) -> bool:
+def _same(registered: protocol.Method, method: object) -> bool:
     # The method itself, or the wrapper registered for the same function.
     wrapped = isinstance(registered, FunctionMethod) and registered.function is method
     return registered is method or wrapped
@@ -301,7 +299,7 @@ def _same(registered: Method, method: object) -> bool:
 
 def register_method(
     name: str, method: object, summary: str | None = None, replace: bool = False
-) -> Method:
+) -> protocol.Method:
     r"""Register a method under ``name`` for ``run_bo``, ``run_grid`` and the CLI.
 
     The extension point for methods outside the curated list (a research
@@ -354,7 +352,7 @@ def register_method(
     return resolved
 
 
-def _resolve(spec: str) -> Method:
+def _resolve(spec: str) -> protocol.Method:
     source, _, attribute = spec.partition(":")
     if not source or not attribute:
         raise ValueError(f"method {spec!r} must be a registered name or module:attr")
@@ -377,7 +375,7 @@ def _resolve(spec: str) -> Method:
     return register_method(spec, target)
 
 
-def get_method(name: str) -> Method:
+def get_method(name: str) -> protocol.Method:
     r"""Look up a registered method.
 
     Example:

@@ -187,6 +187,7 @@ class TestRow(BotorchTestCase):
 
     def test_rows_of_a_file_before_the_status_column_read(self):
         old = {k: str(v) for k, v in self._fields().items()}
+        old |= diagnostic_fields(None)
         del old["status"], old["error"]
         row = Row.from_dict(parse_row(old | {"x0": "0.1", "x1": "0.2"}))
         self.assertEqual((row.status, row.error), ("ok", ""))
