@@ -31,6 +31,7 @@ from botorch_ext.runner.metadata import redact, run_metadata
 from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.plotting import plot_regret
 from botorch_ext.runner.problems import get_problem
+from botorch_ext.runner.protocol import FunctionMethod
 from botorch_ext.runner.results import (
     CsvWriter,
     drop_duplicates,
@@ -115,7 +116,7 @@ class TestFailedEvaluations(FaultEnv):
             seen.append((X.clone(), Y.clone()))
             return torch.rand(q, X.shape[-1], dtype=X.dtype)
 
-        with mock.patch.object(loop, "get_method", return_value=method):
+        with mock.patch.object(loop, "get_method", return_value=FunctionMethod(method)):
             rows = run_bo(_config("qlogei", budget=12))
         ok_points = [[r["x0"], r["x1"]] for r in rows if r["status"] == "ok"]
         self.assertTrue(seen)
