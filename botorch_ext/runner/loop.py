@@ -34,6 +34,7 @@ from botorch_ext.runner.schema import (
     OK,
     Row,
     diagnostic_fields,
+    stored_points,
     x_columns,
 )
 from botorch_ext.runner.signals import holding_interrupts
@@ -172,34 +173,6 @@ def initial_design(dim: int, n_init: int, seed: int, init: str) -> torch.Tensor:
     if init == "center":
         X = torch.cat([torch.full((1, dim), 0.5, dtype=X.dtype), X[: n_init - 1]])
     return X
-
-
-def stored_points(rows: list[dict], dim: int) -> list[dict]:
-    r"""The stored rows of one run, checked to be evaluations ``1..n`` with points.
-
-    Args:
-        rows: Rows of one run (``parse_row``'d), in any order.
-        dim: The problem's dimension.
-
-    Returns:
-        The rows sorted by ``n_evals``.
-
-    Raises:
-        ValueError: If the rows are not ``1..n`` or a row has no point.
-    """
-    rows = sorted(rows, key=lambda r: r["n_evals"])
-    if [r["n_evals"] for r in rows] != list(range(1, len(rows) + 1)):
-        raise ValueError(
-            "stored rows must be evaluations 1..n of one run, got n_evals "
-            f"{[r['n_evals'] for r in rows]}"
-        )
-    for r in rows:
-        if any(r.get(c, "") == "" for c in x_columns(dim)):
-            raise ValueError(
-                f"stored row {r['n_evals']} has no point (x0..x{dim - 1}); rows "
-                "written before schema version 2 cannot be resumed"
-            )
-    return rows
 
 
 class _Data:
@@ -347,7 +320,7 @@ def run_bo(
     nothing they hold is evaluated again, and since every method seeds each
     iteration from ``config.seed`` and the number of points so far, the rows that
     follow are those of an uncut run (at the same torch thread count). Methods
-    that carry state between iterations (``new_run``) need that state back:
+    that carry state between iterations (``carries_state``) need that state back:
     with ``state_path`` it is saved after every batch and a resume takes it from
     there (``checkpoint``); without one, or for the batches stored after the
     saved state, the method's calls are replayed on the stored data (proposals

@@ -257,6 +257,34 @@ def diagnostic_fields(diagnostics: dict | None) -> dict:
     return out
 
 
+def stored_points(rows: list[dict], dim: int) -> list[dict]:
+    r"""The stored rows of one run, checked to be evaluations ``1..n`` with points.
+
+    Args:
+        rows: Rows of one run (``parse_row``'d), in any order.
+        dim: The problem's dimension.
+
+    Returns:
+        The rows sorted by ``n_evals``.
+
+    Raises:
+        ValueError: If the rows are not ``1..n`` or a row has no point.
+    """
+    rows = sorted(rows, key=lambda r: r["n_evals"])
+    if [r["n_evals"] for r in rows] != list(range(1, len(rows) + 1)):
+        raise ValueError(
+            "stored rows must be evaluations 1..n of one run, got n_evals "
+            f"{[r['n_evals'] for r in rows]}"
+        )
+    for r in rows:
+        if any(r.get(c, "") == "" for c in x_columns(dim)):
+            raise ValueError(
+                f"stored row {r['n_evals']} has no point (x0..x{dim - 1}); rows "
+                "written before schema version 2 cannot be resumed"
+            )
+    return rows
+
+
 def run_key(row: Mapping) -> tuple[str, int, int]:
     r"""The key that names one evaluation: ``(method, seed, n_evals)``."""
     return (row["method"], row["seed"], row["n_evals"])
