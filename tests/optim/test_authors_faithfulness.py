@@ -42,7 +42,8 @@ def preset_first_step(seed: int) -> dict:
     run = get_method("eulbo-ei-authors").new_run()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        x = run(X, Y, bounds, 1, seed, MethodOptions(num_inducing_points=100))
+        options = MethodOptions(num_inducing_points=100)
+        x = run.propose(X, Y, bounds, 1, seed, options).candidates
     model = run.previous
     model.last_optimization["candidates"] = x
     return step_row(1, 100, model)

@@ -194,7 +194,7 @@ class TestMethods(BotorchTestCase):
         again = bock_initial_conditions(acqf, bounds, q, X, Y, options, seed=3)
         self.assertTrue(torch.equal(ics, again))
         with self.assertRaisesRegex(ValueError, "unknown initial conditions 'x'"):
-            get_method("bock")(
+            get_method("bock").new_run().propose(
                 X, Y, bounds, 1, 0, MethodOptions(initial_conditions="x")
             )
 
