@@ -59,7 +59,7 @@ from botorch_ext.runner.aliases import deprecated_aliases
 from botorch_ext.runner.options import iteration_seed
 from botorch_ext.runner.protocol import METHOD_FLAGS, FunctionMethod
 
-#: Names that lived here before 0.2.0 (re-exported from their homes): still
+#: Names this module re-exported from their homes in 0.2.0: still
 #: importable from here, with a ``DeprecationWarning``, until 0.3.0.
 _MOVED = {
     **dict.fromkeys(

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from botorch_ext.runner.aliases import deprecated_aliases
 
-#: ``Method`` (now the method protocol) lived here before 0.2.0.
+#: ``Method`` (then a ``Callable`` alias, now the protocol) was here in 0.2.0.
 __getattr__ = deprecated_aliases(__name__, {"Method": "botorch_ext.runner.protocol"})
 
 

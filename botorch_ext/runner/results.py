@@ -34,7 +34,7 @@ from botorch_ext.runner.checkpoint import STATE_DIR
 from botorch_ext.runner.metadata import now_iso, peak_rss_mb
 from botorch_ext.runner.schema import run_key
 
-#: Names that lived here before 0.2.0 (re-exported from their homes): still
+#: Names this module re-exported from their homes in 0.2.0: still
 #: importable from here, with a ``DeprecationWarning``, until 0.3.0.
 _MOVED = {
     **dict.fromkeys(

@@ -27,7 +27,7 @@ from botorch_ext.validation import check_positive, check_positive_int
 
 __all__ = ["MambaResult", "MambaRound", "mamba", "round_budgets"]
 
-#: The arm-level names that this module re-exported before 0.2.0 (their home is
+#: The arm-level names that this module re-exported in 0.2.0 (their home is
 #: ``botorch_ext.sgmcmc.arms``): still importable from here, with a
 #: ``DeprecationWarning``, until 0.3.0.
 _MOVED = (
