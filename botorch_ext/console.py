@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The process exit status: 1 if the runner extra is missing (the message
         names the missing modules and the install line), otherwise that of
-        :func:`botorch_ext.cli.main`.
+        :func:`botorch_ext.runner.cli.main`.
     """
     missing = missing_runner_modules()
     if missing:
@@ -53,6 +53,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    from botorch_ext.cli import main as cli_main
+    from botorch_ext.runner.cli import main as cli_main
 
     return cli_main(argv)

@@ -22,6 +22,7 @@ BENCHMARKS = ROOT / "benchmarks"
 MODULES = {
     "benchmarks/common.py": "helpers the scripts import (environment, write_csv)",
     "benchmarks/bock/ablations.py": "runner methods, used as --method module:attr",
+    "benchmarks/bock/kernels.py": "the BOCK ablations' kernels (ablations.py)",
     "benchmarks/eulbo/ablations.py": "runner methods, used as --method module:attr",
 }
 

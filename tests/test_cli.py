@@ -12,8 +12,8 @@ from unittest import mock
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext import cli
-from botorch_ext.runner import methods
+from botorch_ext.runner import cli, methods
+from botorch_ext.runner.protocol import FunctionMethod
 
 
 def _main(argv):
@@ -321,11 +321,14 @@ class TestCLI(BotorchTestCase):
             calls["n"] += 1
             if calls["n"] == 2:
                 raise KeyboardInterrupt
-            return methods.METHODS["random"](*args, **kwargs)
+            run = methods.METHODS["random"].new_run()
+            return run.propose(*args, **kwargs).candidates
 
         with (
             tempfile.TemporaryDirectory() as tmp,
-            mock.patch.dict(methods.METHODS, {"sobol": interrupted}),
+            mock.patch.dict(
+                methods.METHODS, {"sobol": FunctionMethod(interrupted, False)}
+            ),
         ):
             argv = ["run", "--problem", "branin", "--method", "sobol", "--budget", "9",
                     "--n-init", "3", "--output", tmp]  # fmt: skip
@@ -342,11 +345,14 @@ class TestCLI(BotorchTestCase):
             calls["n"] += 1
             if calls["n"] == 3:
                 raise KeyboardInterrupt
-            return methods.METHODS["random"](*args, **kwargs)
+            run = methods.METHODS["random"].new_run()
+            return run.propose(*args, **kwargs).candidates
 
         with (
             tempfile.TemporaryDirectory() as tmp,
-            mock.patch.dict(methods.METHODS, {"sobol": interrupted}),
+            mock.patch.dict(
+                methods.METHODS, {"sobol": FunctionMethod(interrupted, False)}
+            ),
         ):
             argv = ["compare", "--problem", "branin", "--methods", "random,sobol",
                     "--seeds", "0", "--budget", "6", "--n-init", "3",
@@ -397,12 +403,14 @@ class TestCLI(BotorchTestCase):
             calls["n"] += 1
             if calls["n"] == 3:
                 raise KeyboardInterrupt
-            return sobol(*args, **kwargs)
+            return sobol.new_run().propose(*args, **kwargs).candidates
 
         argv = ["run", "--problem", "branin", "--method", "sobol", "--budget", "9",
                 "--n-init", "3", "--q", "2", "--seed", "5"]  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as ref:
-            with mock.patch.dict(methods.METHODS, {"sobol": cut}):
+            with mock.patch.dict(
+                methods.METHODS, {"sobol": FunctionMethod(cut, False)}
+            ):
                 self.assertEqual(_main([*argv, "--output", tmp])[0], 130)
             config = json.loads((Path(tmp) / "config.json").read_text())
             self.assertEqual(config["status"], "interrupted")

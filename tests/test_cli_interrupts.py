@@ -21,8 +21,9 @@ from pathlib import Path
 
 from botorch_ext.runner.compare import run_grid
 from botorch_ext.runner.loop import RunConfig
-from botorch_ext.runner.methods import MethodOptions
-from botorch_ext.runner.results import CsvWriter, columns
+from botorch_ext.runner.options import MethodOptions
+from botorch_ext.runner.results import CsvWriter
+from botorch_ext.runner.schema import columns
 
 ROOT = Path(__file__).resolve().parents[1]
 # Two runs: sobol finishes at once, qlogei takes a few iterations to cut into.

@@ -37,7 +37,7 @@ class TestConsole(BotorchTestCase):
             mock.patch.object(
                 importlib.util, "find_spec", _find_spec_without("matplotlib")
             ),
-            mock.patch("botorch_ext.cli.main") as cli_main,
+            mock.patch("botorch_ext.runner.cli.main") as cli_main,
             contextlib.redirect_stderr(stderr),
         ):
             status = console.main(["problems"])
@@ -48,7 +48,7 @@ class TestConsole(BotorchTestCase):
         self.assertIn('pip install "botorch-ext[runner]"', message)
 
     def test_with_the_extra_main_delegates_to_the_cli(self):
-        with mock.patch("botorch_ext.cli.main", return_value=7) as cli_main:
+        with mock.patch("botorch_ext.runner.cli.main", return_value=7) as cli_main:
             self.assertEqual(console.main(["problems"]), 7)
         cli_main.assert_called_once_with(["problems"])
 

@@ -101,11 +101,12 @@ import sys
 
 sys.path.insert(0, {root!r})
 if __name__ == "__main__":  # not in worker processes, which import this file
-    from botorch_ext import cli
     from botorch_ext.console import main
+    from botorch_ext.runner import commands
 
-    cli.DEMO.update(seeds=(0,), n_init={n_init}, budget={n_init} + cli.DEMO["q"],
-                    num_restarts=2, raw_samples=16)
+    commands.DEMO.update(seeds=(0,), n_init={n_init},
+                         budget={n_init} + commands.DEMO["q"],
+                         num_restarts=2, raw_samples=16)
     sys.exit(main())
 """
 

@@ -113,7 +113,7 @@ class TestProject(unittest.TestCase):
         pyproject = (ROOT / "pyproject.toml").read_text()
         docs_extra = re.search(r"\ndocs = \[\n(.*?)\n\]", pyproject, flags=re.S)
         (pulled,) = re.findall(r'"botorch-ext\[(.*)\]"', docs_extra.group(1))
-        # The modules autodoc imports: botorch_ext.runner and botorch_ext.cli need
+        # The modules autodoc imports: botorch_ext.runner (and its cli) needs
         # the runner extra, botorch_ext.ax the ax extra.
         self.assertEqual(set(pulled.split(",")), {"runner", "ax"})
 

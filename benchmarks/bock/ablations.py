@@ -10,19 +10,26 @@ from __future__ import annotations
 
 from botorch.acquisition import qLogNoisyExpectedImprovement
 
+from benchmarks.bock.kernels import (
+    bock_continuous_kernel,
+    bock_direction_kernel,
+    bock_scaled_kernel,
+)
 from botorch_ext.runner.acquisition import acquisition_method
 from botorch_ext.runner.methods import register_method
 
 #: The continuous center rule without the linear-weight floor.
 bock_continuous = acquisition_method(
-    qLogNoisyExpectedImprovement, kernel="bock-continuous"
+    qLogNoisyExpectedImprovement, kernel=bock_continuous_kernel
 )
 #: The ``"direction"`` center rule (the default before the continuous one).
 bock_direction = acquisition_method(
-    qLogNoisyExpectedImprovement, kernel="bock-direction"
+    qLogNoisyExpectedImprovement, kernel=bock_direction_kernel
 )
 #: ``bock`` with a learned amplitude, as in the authors' code.
-bock_scaled = acquisition_method(qLogNoisyExpectedImprovement, kernel="bock-scaled")
+bock_scaled = acquisition_method(
+    qLogNoisyExpectedImprovement, kernel=bock_scaled_kernel
+)
 
 #: ``bock`` with each MAP fit of a run started at the run's previous fit
 #: (measured: cheaper fits, worse regret on Rosenbrock-20; see the README).

@@ -48,7 +48,8 @@ import time
 import torch
 from botorch.utils.sampling import draw_sobol_samples
 
-from botorch_ext.runner.methods import MethodOptions, get_method
+from botorch_ext.runner.methods import get_method
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import get_problem
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -56,15 +57,15 @@ from common import OtherCPU, environment, write_csv
 
 
 def _primed_runs(methods, X, Y, bounds, options) -> dict:
-    # A method that carries state between iterations (``new_run``, e.g. the
-    # warm-started ``bock``) is timed as a run's step on the n points after its
-    # step on the first n - 1 (untimed); each repeat starts from a copy of it.
+    # A method that carries state between iterations (``carries_state``, e.g.
+    # the warm-started ``bock``) is timed as a run's step on the n points after
+    # its step on the first n - 1 (untimed); each repeat starts from a copy of it.
     primed = {}
     for m in methods:
         method = get_method(m)
-        if hasattr(method, "new_run"):
+        if method.carries_state:
             run = method.new_run()
-            run(X[:-1], Y[:-1], bounds, 1, 0, options)
+            run.propose(X[:-1], Y[:-1], bounds, 1, 0, options)
             primed[m] = run
     return primed
 
@@ -126,9 +127,9 @@ def main() -> None:
                     order = methods if rep % 2 == 0 else methods[::-1]
                     for m in order:
                         call = copy.deepcopy(primed[m]) if m in primed else None
-                        call = call or get_method(m)
+                        call = call or get_method(m).new_run()
                         start = time.process_time()
-                        call(X, Y, bounds, 1, rep, options)
+                        call.propose(X, Y, bounds, 1, rep, options)
                         times[m].append(time.process_time() - start)
             for m in methods:
                 row = {
@@ -151,10 +152,11 @@ def main() -> None:
         write_csv(args.output, rows)
     if args.profile:
         for m in methods:
-            call = copy.deepcopy(primed[m]) if m in primed else get_method(m)
+            call = copy.deepcopy(primed[m]) if m in primed else None
+            call = call or get_method(m).new_run()
             profiler = cProfile.Profile()
             profiler.enable()
-            call(X, Y, bounds, 1, args.repeats, options)
+            call.propose(X, Y, bounds, 1, args.repeats, options)
             profiler.disable()
             print(f"\n=== profile of {m}, d={d}, n={n} (top {args.top}) ===")
             stats = pstats.Stats(profiler).strip_dirs().sort_stats("cumulative")

@@ -35,7 +35,8 @@ from gpytorch.kernels import ScaleKernel
 from gpytorch.priors import NormalPrior
 
 from botorch_ext.kernels import BOCKKernel
-from botorch_ext.runner.methods import MethodOptions, fit_model
+from botorch_ext.runner.fitting import fit_model
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import get_problem
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -28,6 +28,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -37,9 +38,9 @@ from gpytorch.priors import NormalPrior
 
 from botorch_ext.kernels import BOCKKernel
 from botorch_ext.runner.acquisition import acquisition_method
-from botorch_ext.runner.kernels import KERNELS
 from botorch_ext.runner.loop import RunConfig, run_bo
-from botorch_ext.runner.methods import MethodOptions, register_method
+from botorch_ext.runner.methods import register_method
+from botorch_ext.runner.options import MethodOptions
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import append_csv_row
@@ -67,6 +68,11 @@ def _variant(name: str, d: int):
     raise ValueError(f"unknown variant {name!r}")
 
 
+def _variant_kernel(name: str, d: int):
+    # The (covar_module, input_transform) of a variant, as fit_model takes it.
+    return _variant(name, d), None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problem", default="rosenbrock")
@@ -81,10 +87,10 @@ def main() -> None:
     torch.set_num_threads(1)
     for variant in args.variants.split(","):
         name = f"bock-{variant}"
-        KERNELS[name] = lambda d, v=variant: (_variant(v, d), None)
+        kernel = functools.partial(_variant_kernel, variant)
         register_method(
             name,
-            acquisition_method(qLogNoisyExpectedImprovement, kernel=name),
+            acquisition_method(qLogNoisyExpectedImprovement, kernel=kernel),
             replace=True,
         )
         for seed in map(int, args.seeds.split(",")):

@@ -20,7 +20,9 @@ from __future__ import annotations
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 
 from botorch_ext.kernels import get_isotropic_rbf_kernel_with_dim_scaled_prior
-from botorch_ext.runner.methods import SVGPMethod, register_method, svgp_ard_kernel
+from botorch_ext.runner.kernels import svgp_ard_kernel
+from botorch_ext.runner.methods import register_method
+from botorch_ext.runner.svgp import SVGPMethod
 
 
 def authors_kernel(d: int) -> Kernel:

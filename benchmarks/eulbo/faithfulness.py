@@ -108,7 +108,7 @@ def run_seed(seed: int, steps: int, path: Path) -> None:
         for step in range(1, steps + 1):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                x = run(X, Y, bounds, 1, seed, options)
+                x = run.propose(X, Y, bounds, 1, seed, options).candidates
             model = run.previous
             model.last_optimization["candidates"] = torch.cat(
                 [x, model.last_optimization["warm_start_candidates"][1:]]

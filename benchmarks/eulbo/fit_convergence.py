@@ -21,7 +21,8 @@ def main() -> None:
     import torch
 
     from botorch_ext.optim.fit import collapsed_elbo, fit_elbo_collapsed
-    from botorch_ext.runner.methods import MethodOptions, get_method
+    from botorch_ext.runner.methods import get_method
+    from botorch_ext.runner.options import MethodOptions
     from botorch_ext.runner.problems import get_problem
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -38,7 +39,7 @@ def main() -> None:
     options = MethodOptions(
         num_restarts=10, raw_samples=256, num_inducing_points=args.m
     )
-    step(X[:-20], Y[:-20], problem.bounds, 20, 0, options)
+    step.propose(X[:-20], Y[:-20], problem.bounds, 20, 0, options)
     model = step.previous.carry_over(X, Y)
     with torch.no_grad():
         start = collapsed_elbo(model).item()

@@ -201,7 +201,8 @@ def run(seed, checkpoints, out):
         if write_header:
             writer.writeheader()
         while X.shape[0] <= last:
-            x_new = method(X, Y, bounds, 1, seed, options).clamp(0, 1).to(X)
+            proposal = method.propose(X, Y, bounds, 1, seed, options)
+            x_new = proposal.candidates.clamp(0, 1).to(X)
             n = X.shape[0]
             if n in checkpoints:
                 # The probe re-seeds itself, and the loop's next proposal is

@@ -55,7 +55,8 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from botorch_ext.models import EULBOOptions
 from botorch_ext.optim import ignore_optimize_acqf_retry_warnings, optimize_eulbo
 from botorch_ext.runner.loop import initial_design
-from botorch_ext.runner.methods import MethodOptions, get_method
+from botorch_ext.runner.methods import get_method
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import get_problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -118,7 +119,7 @@ def main() -> None:
         run = get_method("elbo-svgp").new_run()
         for step in range(args.steps):
             # The ELBO-SVGP step drives the data; its model is fitted first.
-            cand = run(X, Y, problem.bounds, 1, seed, options)
+            cand = run.propose(X, Y, problem.bounds, 1, seed, options).candidates
             base = run.previous  # fitted by fit_elbo, queried by qLogEI
             gp = SingleTaskGP(X, Y)
             fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))

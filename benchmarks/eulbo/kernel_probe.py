@@ -33,7 +33,7 @@ import torch
 from gpytorch.kernels import RBFKernel, ScaleKernel
 from gpytorch.priors import GammaPrior
 
-from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.svgp import SVGPMethod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,8 +79,8 @@ def main() -> None:
             for n in ns:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    run(X[:n], Y[:n], bounds, args.q, 0, options)
-                diag = run.diagnostics
+                    proposal = run.propose(X[:n], Y[:n], bounds, args.q, 0, options)
+                diag = proposal.diagnostics
                 ls = diag["lengthscales"]
                 row = {
                     "run": folder,

@@ -56,7 +56,7 @@ FIELDS = [
 def run(args, method: str, m: int, seed: int, writer, handle, written=()) -> None:
     import torch
 
-    from botorch_ext.runner.methods import MethodOptions
+    from botorch_ext.runner.options import MethodOptions
     from botorch_ext.runner.problems import get_problem
 
     torch.set_num_threads(1)
@@ -79,7 +79,7 @@ def run(args, method: str, m: int, seed: int, writer, handle, written=()) -> Non
     while X.shape[0] < args.budget:
         q = min(args.q, args.budget - X.shape[0])
         tic = time.perf_counter()
-        cand = step(X, Y, problem.bounds, q, seed, options)
+        cand = step.propose(X, Y, problem.bounds, q, seed, options).candidates
         seconds = time.perf_counter() - tic
         X = torch.cat([X, cand])
         Y = torch.cat([Y, -problem(cand).unsqueeze(-1)])

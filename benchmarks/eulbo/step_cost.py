@@ -37,7 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def one(method: str, n: int, q: int, device: str = "cpu") -> dict:
     import torch
 
-    from botorch_ext.runner.methods import MethodOptions, get_method
+    from botorch_ext.runner.methods import get_method
+    from botorch_ext.runner.options import MethodOptions
     from botorch_ext.runner.problems import get_problem
 
     sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
@@ -58,17 +59,18 @@ def one(method: str, n: int, q: int, device: str = "cpu") -> dict:
             torch.cuda.synchronize(X.device)
 
     t0 = time.perf_counter()
-    run(X[:n], Y[:n], bounds, q, 0, options)
+    run.propose(X[:n], Y[:n], bounds, q, 0, options)
     sync()
     first = time.perf_counter() - t0
     with OtherCPU() as other:
         t0 = time.perf_counter()
-        cand = run(X, Y, bounds, q, 0, options)
+        proposal = run.propose(X, Y, bounds, q, 0, options)
+        cand = proposal.candidates
         sync()
         step = time.perf_counter() - t0
     if cand.device != X.device:
         raise RuntimeError(f"candidates on {cand.device}, data on {X.device}")
-    diag = getattr(run, "diagnostics", {}) or {}
+    diag = proposal.diagnostics
     return {
         "method": method,
         "n": n,

@@ -25,9 +25,11 @@ import time
 import torch
 
 from botorch_ext.acquisition import qES
+from botorch_ext.runner.acquisition import acquisition_method
 from botorch_ext.runner.loop import RunConfig, run_bo
-from botorch_ext.runner.methods import acquisition_method, register_method
-from botorch_ext.runner.results import parse_row
+from botorch_ext.runner.methods import register_method
+from botorch_ext.runner.protocol import Proposal
+from botorch_ext.runner.schema import parse_row
 
 #: Each variant's ``construct_inputs_qES`` arguments, all explicit so that a
 #: variant does not change when the constructor's defaults do (``base`` was the
@@ -55,22 +57,37 @@ def _seeds(spec: str) -> list[int]:
     return [int(s) for s in spec.split(",")]
 
 
+class ScaledTau:
+    r"""qES with ``tau`` relative to the training outcomes' std (a runner method).
+
+    As the constructor scales its 0.01; the acquisition is built per proposal,
+    since the std changes every iteration. Stateless: its runs are itself.
+    """
+
+    model_based = True
+    sequential = False
+    gaussian_posterior = False
+    standardizes_outcomes = False
+    carries_state = False
+
+    def __init__(self, kwargs: dict, tau_scale: float) -> None:
+        self.kwargs, self.tau_scale = kwargs, tau_scale
+
+    def new_run(self) -> ScaledTau:
+        return self
+
+    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+        tau = self.tau_scale * train_Y.std().item()
+        inner = acquisition_method(qES, **self.kwargs, tau=tau)
+        return inner.new_run().propose(train_X, train_Y, bounds, q, seed, options)
+
+
 def _method(kwargs: dict):
     kwargs = dict(kwargs)
     tau_scale = kwargs.pop("tau_scale", None)
     if tau_scale is None:
         return acquisition_method(qES, **kwargs)
-
-    def scaled(train_X, train_Y, bounds, q, seed, options):
-        # tau relative to the training outcomes' std, as the constructor scales
-        # its 0.01; built per call since the std changes every iteration.
-        inner = acquisition_method(qES, **kwargs, tau=tau_scale * train_Y.std().item())
-        out = inner(train_X, train_Y, bounds, q, seed, options)
-        scaled.diagnostics, scaled.timings = inner.diagnostics, inner.timings
-        return out
-
-    scaled.diagnostics, scaled.timings, scaled.sequential = {}, {}, False
-    return scaled
+    return ScaledTau(kwargs, tau_scale)
 
 
 def main() -> None:

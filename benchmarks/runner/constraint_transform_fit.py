@@ -55,12 +55,10 @@ from botorch_ext.kernels.cylindrical import (
     RADIAL_LENGTHSCALE_BOUNDS,
     WARP_START_INSET,
 )
+from botorch_ext.runner.fitting import fit_model
+from botorch_ext.runner.kernels import KERNELS
 from botorch_ext.runner.loop import initial_design
-from botorch_ext.runner.methods import (
-    KERNELS,
-    MethodOptions,
-    fit_model,
-)
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import get_problem
 
 

@@ -1,7 +1,8 @@
 r"""The runner's acquisition-function methods.
 
-``acquisition_method`` turns an acquisition class into a method (fit the model, build
-the acquisition with BoTorch's input constructor, maximize it with ``optimize_acqf``).
+``acquisition_method`` turns an acquisition class into a method, an
+``AcquisitionMethod`` (fit the model, build the acquisition with BoTorch's input
+constructor, maximize it with ``optimize_acqf``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import torch
 from botorch.acquisition.input_constructors import get_acqf_input_constructor
@@ -20,12 +21,13 @@ from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
 from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
-from botorch_ext.runner.fitting import fit_model, gp_diagnostics
+from botorch_ext.runner.fitting import KernelSpec, fit_model, gp_diagnostics
 from botorch_ext.runner.initial_conditions import (
     INITIAL_CONDITIONS,
     bock_initial_conditions,
 )
-from botorch_ext.runner.options import Method, iteration_seed
+from botorch_ext.runner.options import iteration_seed
+from botorch_ext.runner.protocol import Proposal
 
 
 @dataclass
@@ -33,7 +35,7 @@ class _Spec:
     # What a method of ``acquisition_method`` proposes with (picklable, so that
     # a warm-started run's state can be saved).
     acqf_class: Any
-    kernel: str
+    kernel: KernelSpec
     fully_bayesian: bool
     constructor_class: Any
     sequential: bool
@@ -43,31 +45,34 @@ class _Spec:
 
 def acquisition_method(
     acqf_class,
-    kernel: str = "default",
+    kernel: KernelSpec = "default",
     fully_bayesian: bool = False,
     constructor_class=None,
     sequential: bool = False,
     late_kwargs: Callable[[], dict] | None = None,
     warm_start: bool = False,
+    gaussian_posterior: bool = False,
     **constructor_kwargs,
-) -> Method:
+) -> AcquisitionMethod:
     r"""A runner method: fit a ``SingleTaskGP``, maximize an acquisition function.
 
     The acquisition function is built by BoTorch's registered input constructor (as Ax
     builds it).
 
-    Each call fits the model on the run's data (``fit_model``), builds the
-    acquisition function and returns ``optimize_acqf``'s batch. After a call,
-    ``method.timings["fit_seconds"]`` is the model fit's share of it and
-    ``method.diagnostics`` the fitted model's state (``gp_diagnostics``).
+    Each proposal fits the model on the run's data (``fit_model``), builds the
+    acquisition function and returns ``optimize_acqf``'s batch, with the model
+    fit's seconds and the fitted model's state (``gp_diagnostics``) in its
+    ``Proposal``.
 
     Example:
         >>> qlogei = acquisition_method(qLogNoisyExpectedImprovement, kernel="bock")
-        >>> X_next = qlogei(train_X, train_Y, bounds, 2, 0, MethodOptions())
+        >>> qlogei.new_run().propose(train_X, train_Y, bounds, 2, 0, MethodOptions())
 
     Args:
         acqf_class: The acquisition function's class.
-        kernel: The model's covariance (see ``fit_model``).
+        kernel: The model's covariance (see ``fit_model``): a name in
+            ``KERNELS``, a kernel, or a function of the dimension returning
+            ``(covar_module, input_transform)``.
         fully_bayesian: Average over SGLD hyperparameter draws (see ``fit_model``).
         constructor_class: The class whose input constructor builds the
             arguments (GIBBON has none of its own and takes qMES's); None for
@@ -79,13 +84,14 @@ def acquisition_method(
             constants that tests shorten).
         warm_start: Start each MAP fit of a run at the hyperparameters of the
             run's previous fit (the first at the kernel's initial values). The
-            method then carries state from one iteration to the next: a
-            ``WarmStartMethod``, whose ``new_run()`` gives each run its own.
-            Not with ``fully_bayesian``.
+            method's runs then carry state from one iteration to the next
+            (``carries_state``). Not with ``fully_bayesian``.
+        gaussian_posterior: The acquisition needs a Gaussian posterior (the
+            entropy searches): the method's flag.
         **constructor_kwargs: Further arguments of the input constructor.
 
     Returns:
-        The method, a callable ``(train_X, train_Y, bounds, q, seed, options)``.
+        The method (see ``botorch_ext.runner.protocol``).
 
     Raises:
         ValueError: For ``warm_start`` with ``fully_bayesian``.
@@ -93,6 +99,8 @@ def acquisition_method(
     # Resolved here too, so that a class without an input constructor fails
     # when the method is made, not at its first call.
     get_acqf_input_constructor(constructor_class or acqf_class)
+    if warm_start and fully_bayesian:
+        raise ValueError("`warm_start` applies to MAP fits, not `fully_bayesian`.")
     spec = _Spec(
         acqf_class,
         kernel,
@@ -102,25 +110,7 @@ def acquisition_method(
         late_kwargs,
         constructor_kwargs,
     )
-    if warm_start:
-        if fully_bayesian:
-            raise ValueError("`warm_start` applies to MAP fits, not `fully_bayesian`.")
-        return cast(Method, WarmStartMethod(spec))
-
-    def method(train_X, train_Y, bounds, q, seed, options) -> Tensor:
-        candidates, model, fit_seconds = _propose(
-            spec, train_X, train_Y, bounds, q, seed, options
-        )
-        cast(Any, method).timings = {"fit_seconds": fit_seconds}
-        cast(Any, method).diagnostics = gp_diagnostics(model)
-        return candidates
-
-    # The attributes the loop reads (typed Any: mypy has no function attributes).
-    info = cast(Any, method)
-    info.diagnostics = {}
-    info.timings = {}
-    info.sequential = sequential
-    return method
+    return AcquisitionMethod(spec, warm_start, gaussian_posterior)
 
 
 def _propose(
@@ -188,55 +178,66 @@ def _propose(
     return candidates.detach(), model, fit_seconds
 
 
-class WarmStartMethod:
-    r"""An ``acquisition_method`` method whose runs warm-start their MAP fits.
+class AcquisitionMethod:
+    r"""A method made by ``acquisition_method``: fit a GP, maximize an acquisition.
 
-    Made by ``acquisition_method(..., warm_start=True)``. Each run
-    (``new_run()``) remembers the hyperparameters of its last fit and starts the
-    next fit there; the first fit starts at the kernel's initial values, as
-    without a warm start. Calling the method itself proposes with a fresh run.
+    Its runs are ``AcquisitionRun`` objects, or ``WarmStartRun`` ones (which
+    start each MAP fit at the previous fit's hyperparameters) with
+    ``warm_start``.
 
-    Example:
-        >>> method = acquisition_method(qLogNoisyExpectedImprovement, warm_start=True)
-        >>> run = method.new_run()
-        >>> X_next = run(train_X, train_Y, bounds, 1, 0, MethodOptions())
+    Args:
+        spec: What the method proposes with (see ``acquisition_method``).
+        warm_start: Whether its runs warm-start their fits.
+        gaussian_posterior: The method's flag (see ``botorch_ext.runner.protocol``).
     """
 
-    def __init__(self, spec: _Spec) -> None:
-        r"""A method proposing as ``spec`` says (see ``acquisition_method``)."""
+    model_based = True
+    standardizes_outcomes = False
+
+    def __init__(
+        self, spec: _Spec, warm_start: bool = False, gaussian_posterior: bool = False
+    ) -> None:
+        r"""A method proposing as ``spec`` says; see the class docstring."""
         self.spec = spec
         self.sequential = spec.sequential
-        self.diagnostics: dict = {}
-        self.timings: dict = {}
+        self.gaussian_posterior = gaussian_posterior
+        self.carries_state = warm_start
 
-    def new_run(self) -> WarmStartRun:
-        r"""A fresh run, with no hyperparameters to start from yet."""
-        return WarmStartRun(self.spec)
-
-    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
-        r"""Propose ``q`` points with a fresh run (no warm start)."""
-        run = self.new_run()
-        candidates = run(train_X, train_Y, bounds, q, seed, options)
-        self.diagnostics, self.timings = run.diagnostics, run.timings
-        return candidates
+    def new_run(self) -> AcquisitionRun:
+        r"""A fresh run (with no hyperparameters to start from yet)."""
+        if self.carries_state:
+            return WarmStartRun(self.spec)
+        return AcquisitionRun(self.spec)
 
 
-class WarmStartRun:
-    r"""One run of a ``WarmStartMethod``: its last fit's hyperparameters.
+class AcquisitionRun:
+    r"""One run of an ``AcquisitionMethod``: each proposal fits afresh."""
+
+    def __init__(self, spec: _Spec) -> None:
+        r"""A run proposing as ``spec`` says."""
+        self.spec = spec
+
+    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+        r"""Fit the model, maximize the acquisition: the batch and its fit."""
+        candidates, model, fit_seconds = _propose(
+            self.spec, train_X, train_Y, bounds, q, seed, options
+        )
+        return Proposal(candidates, fit_seconds, gp_diagnostics(model))
+
+
+class WarmStartRun(AcquisitionRun):
+    r"""A run of a warm-started ``AcquisitionMethod``: its last fit's hyperparameters.
 
     ``hyperparameters`` maps the model's parameter names to their fitted (raw)
-    values after each call, None before the first.
+    values after each proposal, None before the first.
     """
 
     def __init__(self, spec: _Spec) -> None:
         r"""A run proposing as ``spec`` says, with nothing to start from."""
-        self.spec = spec
-        self.sequential = spec.sequential
+        super().__init__(spec)
         self.hyperparameters: dict[str, Tensor] | None = None
-        self.diagnostics: dict = {}
-        self.timings: dict = {}
 
-    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
         r"""Propose ``q`` points, starting the fit at the previous fit's values."""
         candidates, model, fit_seconds = _propose(
             self.spec,
@@ -251,6 +252,4 @@ class WarmStartRun:
         self.hyperparameters = {
             name: p.detach().clone() for name, p in model.named_parameters()
         }
-        self.timings = {"fit_seconds": fit_seconds}
-        self.diagnostics = gp_diagnostics(model)
-        return candidates
+        return Proposal(candidates, fit_seconds, gp_diagnostics(model))

@@ -7,20 +7,30 @@ each row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeAlias
+
 import torch
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
+from botorch.models.transforms.input import InputTransform
 from gpytorch.kernels import Kernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from botorch_ext.kernels import CylindricalKernel
+from botorch_ext.kernels import BOCKKernel
 from botorch_ext.runner.kernels import KERNELS
 from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.transforms import outcome_transform
 from botorch_ext.sgmcmc import (
     SGMCMCFullyBayesianSingleTaskGP,
     fit_fully_bayesian_model_sgmcmc,
+)
+
+#: A model's covariance for ``fit_model``: a name in ``KERNELS``, a kernel, or a
+#: function of the dimension returning ``(covar_module, input_transform)``.
+KernelSpec: TypeAlias = (
+    str | Kernel | Callable[[int], tuple[Kernel, InputTransform | None]]
 )
 
 #: Hyperparameter draws per BO iteration of ``bock-sgmcmc`` (BoTorch's SAAS
@@ -35,7 +45,7 @@ def fit_model(
     train_X: Tensor,
     train_Y: Tensor,
     options: MethodOptions,
-    kernel: str | Kernel = "default",
+    kernel: KernelSpec = "default",
     fully_bayesian: bool = False,
     seed: int = 0,
     initial_hyperparameters: dict[str, Tensor] | None = None,
@@ -53,8 +63,10 @@ def fit_model(
         train_Y: ``n x 1`` outcomes (maximization sign).
         options: The method options (outcome transform).
         kernel: ``"default"`` for BoTorch's default covariance (ARD RBF with
-            dimension-scaled priors), a name in ``KERNELS``, or a GPyTorch kernel
-            instance (for variants; used as is, without input transform).
+            dimension-scaled priors), a name in ``KERNELS``, a function of the
+            dimension returning ``(covar_module, input_transform)`` as those of
+            ``KERNELS`` do (for variants, e.g. the benchmarks' ablations), or a
+            GPyTorch kernel instance (used as is, without input transform).
             Everything else (likelihood, outcome transform, fitting) is the same
             for all kernels.
         fully_bayesian: Sample the hyperparameters instead
@@ -73,6 +85,8 @@ def fit_model(
     covar_module, input_transform = None, None
     if isinstance(kernel, Kernel):
         covar_module = kernel
+    elif callable(kernel):
+        covar_module, input_transform = kernel(train_X.shape[-1])
     elif kernel != "default":
         if kernel not in KERNELS:
             choices = ", ".join(["default", *KERNELS])
@@ -111,7 +125,7 @@ def gp_diagnostics(model) -> dict:
 
     Averages over a batch of hyperparameter draws (fully Bayesian models). The
     lengthscale is the first one found among the covariance's modules (for BOCK,
-    that of its radius kernel); a ``CylindricalKernel`` also reports its angular
+    that of its radius kernel); a ``BOCKKernel`` also reports its angular
     weights ``c_0..c_P`` and its warp ``(alpha, beta)``.
 
     Example:
@@ -135,7 +149,7 @@ def gp_diagnostics(model) -> dict:
                 out["lengthscales"] = ls.tolist()
                 break
         for module in model.covar_module.modules():
-            if isinstance(module, CylindricalKernel):
+            if isinstance(module, BOCKKernel):
                 c = module.angular_weights
                 out["angular_weights"] = c.reshape(-1, c.shape[-1]).mean(0).tolist()
                 out["warp"] = [module.alpha.mean().item(), module.beta.mean().item()]

@@ -1,8 +1,10 @@
 r"""The runner's covariance modules.
 
-By name (``KERNELS``) for ``fit_model`` (BOCK's cylindrical kernel and its variants,
-isotropic Matern-5/2 baselines and GPyTorch's own cylindrical kernel, each for inputs in
-the unit cube), and ``svgp_ard_kernel``, the kernel of the runner's SVGP methods.
+By name (``KERNELS``) for ``fit_model`` (BOCK's cylindrical kernel, isotropic
+Matern-5/2 baselines and GPyTorch's own cylindrical kernel, each for inputs in the
+unit cube: the kernels of the listed methods), and ``svgp_ard_kernel``, the kernel
+of the runner's SVGP methods. The BOCK study's ablation kernels live with its
+scripts, in ``benchmarks/bock/kernels.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
 from gpytorch.priors import GammaPrior, LogNormalPrior
 
 from botorch_ext.kernels import (
-    CylindricalKernel,
+    BOCKKernel,
     get_ard_rbf_kernel_with_dim_scaled_prior,
 )
 
@@ -32,25 +34,10 @@ BOCK_LINEAR_WEIGHT_FLOOR = 0.05
 def _bock_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
     # The continuous center rule with a floor on the linear (local gradient)
     # term.
-    return CylindricalKernel(
+    return BOCKKernel(
         center_rule="continuous",
         angular_weights_floor=[0.0, BOCK_LINEAR_WEIGHT_FLOOR, 0.0, 0.0],
     ), None
-
-
-def _bock_continuous_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
-    return CylindricalKernel(center_rule="continuous"), None
-
-
-def _bock_direction_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
-    # The center rule of botorch_ext 0.x, kept for comparison.
-    return CylindricalKernel(center_rule="direction"), None
-
-
-def _bock_scaled_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
-    # BOCK with a learned amplitude, as in the authors' code (their radius
-    # kernel carries one).
-    return ScaleKernel(_bock_kernel(d)[0]), None
 
 
 def _matern_scaled_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
@@ -118,9 +105,6 @@ def svgp_ard_kernel(d: int) -> Kernel:
 #: for ``d``-dimensional inputs in the unit cube; ``"default"`` is BoTorch's.
 KERNELS: dict[str, Callable[[int], tuple[Kernel, InputTransform | None]]] = {
     "bock": _bock_kernel,
-    "bock-continuous": _bock_continuous_kernel,
-    "bock-direction": _bock_direction_kernel,
-    "bock-scaled": _bock_scaled_kernel,
     "matern": _matern_kernel,
     "matern-scaled": _matern_scaled_kernel,
     "gpytorch-cylindrical": _gpytorch_cylindrical_kernel,

@@ -17,7 +17,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast
 
 import torch
 from botorch.utils.sampling import draw_sobol_samples
@@ -25,25 +24,21 @@ from botorch.utils.sampling import draw_sobol_samples
 from botorch_ext.runner.checkpoint import load_state, save_state
 from botorch_ext.runner.errors import ArgumentError
 from botorch_ext.runner.evaluation import EvaluationFailed, Evaluator, FaultPolicy
-from botorch_ext.runner.methods import (
-    GAUSSIAN_POSTERIOR_METHODS,
-    INITIAL_CONDITIONS,
-    MODEL_BASED,
-    OUTCOME_TRANSFORMS,
-    SEQUENTIAL_METHODS,
-    SVGP_METHODS,
-    MethodOptions,
-    get_method,
-)
+from botorch_ext.runner.initial_conditions import INITIAL_CONDITIONS
+from botorch_ext.runner.methods import get_method
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import get_problem
-from botorch_ext.runner.results import holding_interrupts
+from botorch_ext.runner.protocol import Run
 from botorch_ext.runner.schema import (
     FAILED,
     OK,
-    build_row,
+    Row,
     diagnostic_fields,
+    stored_points,
     x_columns,
 )
+from botorch_ext.runner.signals import holding_interrupts
+from botorch_ext.runner.transforms import OUTCOME_TRANSFORMS
 
 INITS = ("sobol", "center", "uniform")
 
@@ -106,23 +101,24 @@ class RunConfig:
             )
 
     def _validate_method_options(self) -> None:
+        method = get_method(self.method)
         transform = self.options.outcome_transform
         name = "options.outcome_transform"
-        if self.method in GAUSSIAN_POSTERIOR_METHODS and transform != "standardize":
+        if method.gaussian_posterior and transform != "standardize":
             raise ArgumentError(
                 name,
                 f"method {self.method!r} needs a Gaussian posterior; use "
                 f"{name}='standardize'",
             )
         conditions = self.options.initial_conditions
-        if self.method in SEQUENTIAL_METHODS and conditions != "botorch":
+        if method.sequential and conditions != "botorch":
             raise ArgumentError(
                 "options.initial_conditions",
                 f"method {self.method!r} builds its batch point by point, which "
                 f"takes no options.initial_conditions='{conditions}'; use "
                 "options.initial_conditions='botorch'",
             )
-        if self.method in SVGP_METHODS and transform != "standardize":
+        if method.standardizes_outcomes and transform != "standardize":
             raise ArgumentError(
                 name,
                 f"method {self.method!r} standardizes its outcomes itself; use "
@@ -179,41 +175,6 @@ def initial_design(dim: int, n_init: int, seed: int, init: str) -> torch.Tensor:
     return X
 
 
-def _timings(method, total: float) -> tuple[float, float]:
-    # Methods that fit a model report the fit's share of the call as
-    # ``timings["fit_seconds"]``; the rest of the call is acquisition work.
-    fit = float(getattr(method, "timings", {}).get("fit_seconds", 0.0))
-    return fit, max(total - fit, 0.0)
-
-
-def stored_points(rows: list[dict], dim: int) -> list[dict]:
-    r"""The stored rows of one run, checked to be evaluations ``1..n`` with points.
-
-    Args:
-        rows: Rows of one run (``parse_row``'d), in any order.
-        dim: The problem's dimension.
-
-    Returns:
-        The rows sorted by ``n_evals``.
-
-    Raises:
-        ValueError: If the rows are not ``1..n`` or a row has no point.
-    """
-    rows = sorted(rows, key=lambda r: r["n_evals"])
-    if [r["n_evals"] for r in rows] != list(range(1, len(rows) + 1)):
-        raise ValueError(
-            "stored rows must be evaluations 1..n of one run, got n_evals "
-            f"{[r['n_evals'] for r in rows]}"
-        )
-    for r in rows:
-        if any(r.get(c, "") == "" for c in x_columns(dim)):
-            raise ValueError(
-                f"stored row {r['n_evals']} has no point (x0..x{dim - 1}); rows "
-                "written before schema version 2 cannot be resumed"
-            )
-    return rows
-
-
 class _Data:
     # The run's rows and the data its method sees: model-based methods get the
     # successful evaluations only; model-free ones (which ignore the values) get
@@ -263,19 +224,25 @@ class _Batch:
     diagnostics: dict | None = None
 
 
-def _propose(config, method, data: _Data, batch: _Batch, problem) -> None:
+def _propose(config, run: Run, data: _Data, batch: _Batch, problem) -> None:
     if batch.iteration == 0:
         batch.candidates = initial_design(
             problem.dim, config.n_init, config.seed, config.init
         )
         return
     X, Y, model_based = data.training_data()
-    call = method if model_based or not data.model_based else get_method("sobol")
+    if not model_based and data.model_based:  # no success yet: Sobol points
+        run = get_method("sobol").new_run()
     tic = time.monotonic()
-    candidates = call(X, Y, problem.bounds, batch.size, config.seed, config.options)
-    batch.candidates = candidates.clamp(0.0, 1.0).to(data.X)
-    batch.fit_seconds, batch.acq_seconds = _timings(call, time.monotonic() - tic)
-    batch.diagnostics = getattr(call, "diagnostics", None)
+    proposal = run.propose(
+        X, Y, problem.bounds, batch.size, config.seed, config.options
+    )
+    total = time.monotonic() - tic
+    batch.candidates = proposal.candidates.clamp(0.0, 1.0).to(data.X)
+    # The rest of the call, beyond the model fit, is acquisition work.
+    batch.fit_seconds = float(proposal.fit_seconds)
+    batch.acq_seconds = max(total - batch.fit_seconds, 0.0)
+    batch.diagnostics = proposal.diagnostics
 
 
 def _take_stored(config, data: _Data, batch: _Batch, stored, warned: bool) -> bool:
@@ -311,8 +278,7 @@ def _new_rows(config, problem, data, batch, new_X, results, times) -> list[dict]
         if outcome.ok:
             data.best = min(data.best, outcome.value)
         best = data.best if math.isfinite(data.best) else ""
-        row = build_row(
-            x,
+        row = Row(
             problem=problem.name,
             dim=problem.dim,
             method=config.method,
@@ -332,7 +298,8 @@ def _new_rows(config, problem, data, batch, new_X, results, times) -> list[dict]
             init=config.init,
             outcome_transform=config.options.outcome_transform,
             **extra,
-        )
+            point=tuple(x),
+        ).to_dict()
         data.add(row)
         out.append(row)
     return out
@@ -353,7 +320,7 @@ def run_bo(
     nothing they hold is evaluated again, and since every method seeds each
     iteration from ``config.seed`` and the number of points so far, the rows that
     follow are those of an uncut run (at the same torch thread count). Methods
-    that carry state between iterations (``new_run``) need that state back:
+    that carry state between iterations (``carries_state``) need that state back:
     with ``state_path`` it is saved after every batch and a resume takes it from
     there (``checkpoint``); without one, or for the batches stored after the
     saved state, the method's calls are replayed on the stored data (proposals
@@ -416,15 +383,17 @@ def run_bo(
 
 
 class _State:
-    # The method of one run and its saved state: ``restored`` rows' worth of its
+    # The run of one method and its saved state: ``restored`` rows' worth of its
     # calls came from the state file (0: none); ``path`` None saves nothing.
 
     path: Path | None
+    run: Run
 
     def __init__(self, config, problem, stored, state_path) -> None:
         method = get_method(config.method)
-        self.stateful = hasattr(method, "new_run")
-        self.method = cast(Any, method).new_run() if self.stateful else method
+        self.stateful = method.carries_state
+        self.model_based = method.model_based
+        self.run = method.new_run()
         self.restored = 0
         self.path = None
         if state_path is not None and self.stateful:
@@ -433,12 +402,13 @@ class _State:
         if self.path is None:
             return
         if stored:
-            ref = _Data(problem.dim, config.method in MODEL_BASED)
+            ref = _Data(problem.dim, self.model_based)
             for row in stored:
                 ref.add(row)
             loaded = load_state(self.path, self.key, ref.X, ref.Y)
-            if loaded is not None:
-                self.method, self.restored = loaded
+            # A state saved before runs had ``propose`` (0.1) is replayed instead.
+            if loaded is not None and isinstance(loaded[0], Run):
+                self.run, self.restored = loaded[0], loaded[1]
 
     def needs_call(self, batch: _Batch, n: int) -> bool:
         # Proposals are made for points not stored, and for stored ones a
@@ -451,7 +421,7 @@ class _State:
         if self.path is None or len(data.rows) <= self.restored:
             return
         try:
-            save_state(self.path, self.key, data.X, data.Y, self.method)
+            save_state(self.path, self.key, data.X, data.Y, self.run)
         except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
             warnings.warn(
                 f"cannot save the method state to {str(self.path)!r} "
@@ -464,8 +434,7 @@ class _State:
 
 def _loop(config, problem, stored, on_row, should_stop, faults, evaluate, state_path):
     state = _State(config, problem, stored, state_path)
-    method = state.method
-    data = _Data(problem.dim, config.method in MODEL_BASED)
+    data = _Data(problem.dim, state.model_based)
     # `seconds` goes on from the stored attempt's last row.
     offset = stored[-1]["seconds"] if stored else 0.0
     start = time.monotonic()
@@ -482,7 +451,7 @@ def _loop(config, problem, stored, on_row, should_stop, faults, evaluate, state_
         batch = _Batch(iteration, size, min(max(len(stored) - n, 0), size))
         proposed = state.needs_call(batch, n)
         if proposed:
-            _propose(config, method, data, batch, problem)
+            _propose(config, state.run, data, batch, problem)
         warned = _take_stored(config, data, batch, stored, warned)
         iteration += 1
         if batch.n_stored == size:

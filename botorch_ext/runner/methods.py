@@ -1,16 +1,11 @@
 r"""Registry of optimization methods for the benchmark runner.
 
-A method is one function from ``(train_X, train_Y, bounds, q, seed, options)`` to a
-``q x d`` tensor of candidates in ``bounds``; ``train_Y`` is in BoTorch's
-maximization sign and ``seed`` is the run's seed (methods derive per-iteration
-seeds from it and ``len(train_X)``, so a run is reproducible from its seed).
-Methods that carry state from one iteration to the next (``TurboMethod``,
-``SVGPMethod``) are objects whose ``new_run()`` returns a fresh callable per run.
-A method may report, after each call, a ``diagnostics`` dict (the fitted model's
-state, written to the ``model_*`` columns) and a ``timings`` dict whose
-``"fit_seconds"`` is the part of the call spent fitting the model (the runner
-counts the rest as acquisition time; for the EULBO methods, which fit the SVGP
-jointly with the proposal, only setting up the model counts as fitting).
+A method is an object with the protocol of ``botorch_ext.runner.protocol``: its
+flags as attributes (``model_based``, ``sequential``, ``gaussian_posterior``,
+``standardizes_outcomes``, ``carries_state``) and ``new_run()``, which makes a
+run whose ``propose(train_X, train_Y, bounds, q, seed, options)`` returns a
+``Proposal`` (the batch, the seconds spent fitting, the fitted model's
+diagnostics).
 
 ``METHODS`` holds the user-facing methods (``botorch-ext methods`` lists them):
 each paper's method with its recommended settings, and BoTorch's baselines.
@@ -24,29 +19,26 @@ Other methods (research ablations, your own) plug in two ways:
 - ``register_method(name, method)`` in Python, before ``run_bo`` or
   ``run_grid`` (in-process runs only: worker processes do not see it).
 
-A method's flags come from its attributes: ``sequential=True`` (it builds its
-batch point by point, as ``acquisition_method(..., sequential=True)`` sets),
-``gaussian_posterior=True`` (its acquisition needs a Gaussian posterior),
-``model_based=False`` (it fits no model); an ``SVGPMethod`` standardizes its
-outcomes itself.
+A plain function ``(train_X, train_Y, bounds, q, seed, options) -> candidates``
+is registered as a ``FunctionMethod`` (stateless, no fit time, no diagnostics).
 
 Example:
-    >>> from botorch_ext.runner.methods import SVGPMethod, register_method
+    >>> from botorch_ext.runner.svgp import SVGPMethod
     >>> register_method("my-elbo-svgp", SVGPMethod(None, kernel=my_kernel))
 
-The methods' parts live in modules of their own: ``options`` (``MethodOptions``,
-the signature, the per-iteration seed), ``transforms`` (outcome transforms),
-``kernels`` (covariance modules), ``fitting`` (MAP and SGMCMC fits),
-``initial_conditions`` (BOCK's starting points), ``acquisition`` (the
-acquisition-function methods), ``turbo`` and ``svgp`` (the methods that carry
-state between iterations). This module registers them and re-exports their
-public names.
+The methods' parts live in modules of their own: ``protocol`` (``Method``,
+``Proposal``, ``FunctionMethod``), ``options`` (``MethodOptions``, the
+per-iteration seed), ``transforms`` (outcome transforms), ``kernels``
+(covariance modules), ``fitting`` (MAP and SGMCMC fits), ``initial_conditions``
+(BOCK's starting points), ``acquisition`` (the acquisition-function methods),
+``turbo`` and ``svgp`` (the methods that carry state between iterations). This
+module registers them.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import cast
+import warnings
 
 import torch
 from botorch.acquisition import (
@@ -61,55 +53,57 @@ from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
+from botorch_ext.runner import kernels, protocol, svgp, turbo
 from botorch_ext.runner.acquisition import acquisition_method
-from botorch_ext.runner.fitting import (
-    SGMCMC_BUDGET_STEPS,
-    SGMCMC_DRAWS,
-    fit_model,
-    gp_diagnostics,
-)
-from botorch_ext.runner.initial_conditions import (
-    INITIAL_CONDITIONS,
-    SPRAY_SCALES,
-    bock_initial_conditions,
-)
-from botorch_ext.runner.kernels import (
-    BOCK_LINEAR_WEIGHT_FLOOR,
-    KERNELS,
-    svgp_ard_kernel,
-)
-from botorch_ext.runner.options import Method, MethodOptions, iteration_seed
-from botorch_ext.runner.svgp import SVGPMethod
-from botorch_ext.runner.transforms import OUTCOME_TRANSFORMS
-from botorch_ext.runner.turbo import TurboMethod
+from botorch_ext.runner.aliases import deprecated_aliases
+from botorch_ext.runner.options import iteration_seed
+from botorch_ext.runner.protocol import METHOD_FLAGS, FunctionMethod
 
-__all__ = [
-    "BOCK_LINEAR_WEIGHT_FLOOR",
-    "BOTORCH_UCB_BETA",
-    "GAUSSIAN_POSTERIOR_METHODS",
-    "INITIAL_CONDITIONS",
-    "JES_NUM_OPTIMA",
-    "KERNELS",
-    "METHODS",
-    "METHOD_SUMMARIES",
-    "MODEL_BASED",
-    "OUTCOME_TRANSFORMS",
-    "SEQUENTIAL_METHODS",
-    "SGMCMC_BUDGET_STEPS",
-    "SGMCMC_DRAWS",
-    "SPRAY_SCALES",
-    "SVGP_METHODS",
-    "Method",
-    "MethodOptions",
-    "SVGPMethod",
-    "TurboMethod",
-    "bock_initial_conditions",
-    "fit_model",
-    "get_method",
-    "gp_diagnostics",
-    "register_method",
-    "svgp_ard_kernel",
-]
+#: Names this module re-exported from their homes in 0.2.0: still
+#: importable from here, with a ``DeprecationWarning``, until 0.3.0.
+_MOVED = {
+    **dict.fromkeys(
+        ("SGMCMC_BUDGET_STEPS", "SGMCMC_DRAWS", "fit_model", "gp_diagnostics"),
+        "botorch_ext.runner.fitting",
+    ),
+    **dict.fromkeys(
+        ("INITIAL_CONDITIONS", "SPRAY_SCALES", "bock_initial_conditions"),
+        "botorch_ext.runner.initial_conditions",
+    ),
+    **dict.fromkeys(
+        ("BOCK_LINEAR_WEIGHT_FLOOR", "KERNELS", "svgp_ard_kernel"),
+        "botorch_ext.runner.kernels",
+    ),
+    "Method": "botorch_ext.runner.protocol",
+    "MethodOptions": "botorch_ext.runner.options",
+    "OUTCOME_TRANSFORMS": "botorch_ext.runner.transforms",
+    "SVGPMethod": "botorch_ext.runner.svgp",
+    "TurboMethod": "botorch_ext.runner.turbo",
+}
+_moved = deprecated_aliases(__name__, _MOVED)
+
+#: The former flag sets (now attributes of each method) -> the flag they hold.
+_FLAG_SETS = {
+    "SVGP_METHODS": "standardizes_outcomes",
+    "MODEL_BASED": "model_based",
+    "GAUSSIAN_POSTERIOR_METHODS": "gaussian_posterior",
+    "SEQUENTIAL_METHODS": "sequential",
+}
+
+
+def __getattr__(name: str) -> object:
+    r"""Serve the names that moved, and the former flag sets, with a warning."""
+    flag = _FLAG_SETS.get(name)
+    if flag is None:
+        return _moved(name)
+    warnings.warn(
+        f"{__name__}.{name} is deprecated (removed in 0.3.0); read the flag "
+        f"`{flag}` of get_method(name) instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return {n for n, m in METHODS.items() if getattr(m, flag)}
+
 
 #: ``beta`` of the ``botorch-qucb`` baseline: the value of BoTorch's "Getting
 #: started" example (``UpperConfidenceBound(gp, beta=0.1)``); BoTorch's input
@@ -121,12 +115,14 @@ JES_NUM_OPTIMA = 64
 
 
 def _random(train_X, train_Y, bounds, q, seed, options) -> Tensor:
+    r"""Uniform random points (no model)."""
     gen = torch.Generator().manual_seed(iteration_seed(seed, train_X))
     U = torch.rand(q, bounds.shape[-1], generator=gen, dtype=bounds.dtype)
     return bounds[0] + U * (bounds[1] - bounds[0])
 
 
 def _sobol(train_X, train_Y, bounds, q, seed, options) -> Tensor:
+    r"""One scrambled Sobol sequence per run (no model)."""
     # Continue one scrambled Sobol sequence across iterations: the points already
     # used are the first len(train_X) of the sequence with this seed.
     n = train_X.shape[0] + q
@@ -134,23 +130,20 @@ def _sobol(train_X, train_Y, bounds, q, seed, options) -> Tensor:
     return X[-q:]
 
 
-def _flagged(method: Method, **flags) -> Method:
-    for name, value in flags.items():
-        setattr(method, name, value)
-    return method
-
-
-_flagged(_random, model_based=False)
-_flagged(_sobol, model_based=False)
-
 _QLOGNEI = qLogNoisyExpectedImprovement
 
 #: The user-facing methods: name -> (method, one-line summary). The SVGP methods
 #: pin their kernel (``svgp_ard_kernel``), so a name keeps its model; the
 #: ``*-authors`` ones use the kernel of the authors' loop (``preset="authors"``).
-_REGISTRY: dict[str, tuple[Method, str]] = {
-    "random": (_random, "uniform random points (no model)"),
-    "sobol": (_sobol, "one scrambled Sobol sequence per run (no model)"),
+_REGISTRY: dict[str, tuple[protocol.Method, str]] = {
+    "random": (
+        FunctionMethod(_random, model_based=False),
+        "uniform random points (no model)",
+    ),
+    "sobol": (
+        FunctionMethod(_sobol, model_based=False),
+        "one scrambled Sobol sequence per run (no model)",
+    ),
     "qlogei": (
         acquisition_method(_QLOGNEI),
         "BoTorch's qLogNoisyExpectedImprovement on its default SingleTaskGP",
@@ -165,12 +158,12 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
         "qLogSoftPI, soft q-PI in log space (Wilson et al. 2017)",
     ),
     "qes": (
-        _flagged(acquisition_method(qES), gaussian_posterior=True),
+        acquisition_method(qES, gaussian_posterior=True),
         "qES, q-entropy search with a softmax p_max (Wilson et al. 2017)",
     ),
     "bock": (
         acquisition_method(_QLOGNEI, kernel="bock"),
-        "qLogNEI with BOCK's CylindricalKernel (Oh et al. 2018), MAP hyperparameters",
+        "qLogNEI with BOCK's kernel (BOCKKernel, Oh et al. 2018), MAP hyperparameters",
     ),
     "bock-sgmcmc": (
         acquisition_method(_QLOGNEI, kernel="bock", fully_bayesian=True),
@@ -189,35 +182,35 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
         "qLogNEI with GPyTorch's CylindricalKernel",
     ),
     "eulbo-ei": (
-        SVGPMethod("ei", kernel=svgp_ard_kernel),
+        svgp.SVGPMethod("ei", kernel=kernels.svgp_ard_kernel),
         "EULBO: SVGP fitted jointly with the EI proposal (Maus et al. 2024)",
     ),
     "eulbo-kg": (
-        SVGPMethod("kg", kernel=svgp_ard_kernel),
+        svgp.SVGPMethod("kg", kernel=kernels.svgp_ard_kernel),
         "EULBO with the KG utility (Maus et al. 2024)",
     ),
     "elbo-svgp": (
-        SVGPMethod(None, kernel=svgp_ard_kernel),
+        svgp.SVGPMethod(None, kernel=kernels.svgp_ard_kernel),
         "SVGP fitted by its ELBO, then qLogEI (EULBO's baseline)",
     ),
     "eulbo-ei-authors": (
-        SVGPMethod("ei", preset="authors"),
+        svgp.SVGPMethod("ei", preset="authors"),
         "eulbo-ei as the authors' released code runs it (EULBOOptions.authors)",
     ),
     "elbo-svgp-authors": (
-        SVGPMethod(None, preset="authors"),
+        svgp.SVGPMethod(None, preset="authors"),
         "the authors' ELBO baseline: early-stopped Adam fit, qEI with noise",
     ),
     "turbo-eulbo-ei": (
-        SVGPMethod("ei", turbo=True, kernel=svgp_ard_kernel),
+        svgp.SVGPMethod("ei", turbo=True, kernel=kernels.svgp_ard_kernel),
         "eulbo-ei in a TuRBO trust region (Maus et al. 2024)",
     ),
     "turbo-elbo-svgp": (
-        SVGPMethod(None, turbo=True, kernel=svgp_ard_kernel),
+        svgp.SVGPMethod(None, turbo=True, kernel=kernels.svgp_ard_kernel),
         "elbo-svgp in a TuRBO trust region",
     ),
     "turbo": (
-        TurboMethod(),
+        turbo.TurboMethod(),
         "TuRBO with an exact GP and qLogEI (Eriksson et al. 2019)",
     ),
     "botorch-qucb": (
@@ -229,29 +222,22 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
         "BoTorch's qProbabilityOfImprovement",
     ),
     "qjes": (
-        _flagged(
-            acquisition_method(
-                qJointEntropySearch,
-                late_kwargs=lambda: {"num_optima": JES_NUM_OPTIMA},
-            ),
+        acquisition_method(
+            qJointEntropySearch,
+            late_kwargs=lambda: {"num_optima": JES_NUM_OPTIMA},
             gaussian_posterior=True,
         ),
         "BoTorch's qJointEntropySearch",
     ),
     "qmes": (
-        _flagged(
-            acquisition_method(qMaxValueEntropy, sequential=True),
-            gaussian_posterior=True,
-        ),
+        acquisition_method(qMaxValueEntropy, sequential=True, gaussian_posterior=True),
         "BoTorch's qMaxValueEntropy (batches built point by point)",
     ),
     "gibbon": (
-        _flagged(
-            acquisition_method(
-                qLowerBoundMaxValueEntropy,
-                constructor_class=qMaxValueEntropy,
-                sequential=True,
-            ),
+        acquisition_method(
+            qLowerBoundMaxValueEntropy,
+            constructor_class=qMaxValueEntropy,
+            sequential=True,
             gaussian_posterior=True,
         ),
         "BoTorch's GIBBON, qLowerBoundMaxValueEntropy",
@@ -260,41 +246,60 @@ _REGISTRY: dict[str, tuple[Method, str]] = {
 
 #: Method name -> method, the user-facing methods, then any registered with
 #: ``register_method`` or resolved from ``module:attribute``.
-METHODS: dict[str, Method] = {name: m for name, (m, _) in _REGISTRY.items()}
+METHODS: dict[str, protocol.Method] = {name: m for name, (m, _) in _REGISTRY.items()}
 #: Method name -> one-line summary (``botorch-ext methods``).
 METHOD_SUMMARIES: dict[str, str] = {name: t for name, (_, t) in _REGISTRY.items()}
 
-#: Methods that standardize their outcomes themselves (``outcome_transform`` must
-#: be ``"standardize"``).
-SVGP_METHODS: set[str] = set()
-#: Methods that fit a model, and so honour ``MethodOptions``.
-MODEL_BASED: set[str] = set()
-#: Methods whose acquisition needs a Gaussian posterior (``outcome_transform``
-#: must be ``"standardize"``): the entropy searches.
-GAUSSIAN_POSTERIOR_METHODS: set[str] = set()
-#: Methods that build a batch one point at a time (``optimize_acqf``'s
-#: ``sequential=True``), which takes no ``batch_initial_conditions`` (so no
-#: ``initial_conditions="bock"``).
-SEQUENTIAL_METHODS: set[str] = set()
+
+def as_method(name: str, method: object) -> protocol.Method:
+    r"""``method`` as a runner method: itself, or a plain function wrapped.
+
+    A function ``(train_X, train_Y, bounds, q, seed, options) -> candidates``
+    becomes a ``FunctionMethod``, whose flags are read from the function's
+    attributes of the same names where it has them (the former way to flag a
+    method; ``model_based`` defaults to True, the others to False).
+
+    Args:
+        name: The name it is registered under (for the error message).
+        method: A method (``new_run()`` and the flags of ``METHOD_FLAGS``) or a
+            function.
+
+    Returns:
+        The method.
+
+    Raises:
+        ValueError: For an object that is neither, or a method that lacks a flag.
+    """
+    if isinstance(method, protocol.Method):
+        return method
+    if hasattr(method, "new_run"):
+        missing = [flag for flag in METHOD_FLAGS if not hasattr(method, flag)]
+        raise ValueError(
+            f"method {name!r} lacks the flags {', '.join(missing)} (attributes "
+            "of a method; see botorch_ext.runner.protocol)"
+        )
+    if not callable(method):
+        raise ValueError(
+            f"method {name!r} must be callable (a function or an object with "
+            f"new_run()), got a {type(method).__name__}"
+        )
+    return FunctionMethod(
+        method,
+        model_based=getattr(method, "model_based", True),
+        sequential=getattr(method, "sequential", False),
+        gaussian_posterior=getattr(method, "gaussian_posterior", False),
+    )
 
 
-def _add_flags(name: str, method: Method) -> None:
-    for flags, on in (
-        (SVGP_METHODS, isinstance(method, SVGPMethod)),
-        (MODEL_BASED, getattr(method, "model_based", True)),
-        (GAUSSIAN_POSTERIOR_METHODS, getattr(method, "gaussian_posterior", False)),
-        (SEQUENTIAL_METHODS, getattr(method, "sequential", False)),
-    ):
-        (flags.add if on else flags.discard)(name)
-
-
-for _name, _method in METHODS.items():
-    _add_flags(_name, _method)
+def _same(registered: protocol.Method, method: object) -> bool:
+    # The method itself, or the wrapper registered for the same function.
+    wrapped = isinstance(registered, FunctionMethod) and registered.function is method
+    return registered is method or wrapped
 
 
 def register_method(
-    name: str, method: Method, summary: str | None = None, replace: bool = False
-) -> Method:
+    name: str, method: object, summary: str | None = None, replace: bool = False
+) -> protocol.Method:
     r"""Register a method under ``name`` for ``run_bo``, ``run_grid`` and the CLI.
 
     The extension point for methods outside the curated list (a research
@@ -310,45 +315,44 @@ def register_method(
     Args:
         name: The method's name: non-empty, without commas (``--methods`` splits
             on them) or whitespace.
-        method: A function with the method signature ``(train_X, train_Y,
-            bounds, q, seed, options) -> q x d`` candidates, or an object with
-            ``new_run()`` returning one (see the module docstring for the flags
-            it may carry).
+        method: An object with the method protocol (``new_run()`` and the flags,
+            see ``botorch_ext.runner.protocol``), or a function with the
+            signature ``(train_X, train_Y, bounds, q, seed, options) -> q x d``
+            candidates (registered as a ``FunctionMethod``).
         summary: A one-line description for ``botorch-ext methods``; the first
             line of ``method``'s docstring if None.
         replace: Allow replacing a different method already under ``name``.
 
     Returns:
-        ``method``.
+        The registered method (``method``, or its ``FunctionMethod``).
 
     Raises:
-        ValueError: For a bad ``name``, a ``method`` that is not callable, or a
-            ``name`` already taken by another method without ``replace``.
+        ValueError: For a bad ``name``, a ``method`` that is neither a method
+            nor a function, or a ``name`` already taken by another method
+            without ``replace``.
     """
     if not isinstance(name, str) or not name or any(c in name for c in ", \t\n"):
         raise ValueError(
             f"method name must be a non-empty string without commas or "
             f"whitespace, got {name!r}"
         )
-    if not callable(method):
-        raise ValueError(
-            f"method {name!r} must be callable (a function or an object with "
-            f"new_run()), got a {type(method).__name__}"
-        )
-    if name in METHODS and METHODS[name] is not method and not replace:
+    registered = METHODS.get(name)
+    if registered is not None and _same(registered, method):
+        return registered
+    if registered is not None and not replace:
         raise ValueError(
             f"method {name!r} is already registered; pass replace=True to replace it"
         )
+    resolved = as_method(name, method)
     if summary is None:
         doc = (getattr(method, "__doc__", None) or "").strip()
         summary = doc.splitlines()[0] if doc else ""
-    METHODS[name] = method
+    METHODS[name] = resolved
     METHOD_SUMMARIES[name] = summary
-    _add_flags(name, method)
-    return method
+    return resolved
 
 
-def _resolve(spec: str) -> Method:
+def _resolve(spec: str) -> protocol.Method:
     source, _, attribute = spec.partition(":")
     if not source or not attribute:
         raise ValueError(f"method {spec!r} must be a registered name or module:attr")
@@ -368,10 +372,10 @@ def _resolve(spec: str) -> Method:
         if not hasattr(target, part):
             raise ValueError(f"method {spec!r}: {source!r} has no {attribute!r}")
         target = getattr(target, part)
-    return register_method(spec, cast(Method, target))
+    return register_method(spec, target)
 
 
-def get_method(name: str) -> Method:
+def get_method(name: str) -> protocol.Method:
     r"""Look up a registered method.
 
     Example:

@@ -1,21 +1,22 @@
-r"""What every runner method shares.
+r"""What every runner method shares: its settings and the seed of each iteration.
 
-Its settings (``MethodOptions``), its call signature (``Method``) and the rule that
-seeds each of its iterations.
-
-A method is one callable from ``(train_X, train_Y, bounds, q, seed, options)`` to
-a ``q x d`` tensor of candidates in ``bounds``; ``train_Y`` is in BoTorch's
-maximization sign and ``seed`` is the run's seed. Methods derive each iteration's
-seed from it and ``len(train_X)`` (``iteration_seed``), so a run is reproducible
-from its seed and a resumed run proposes what an uncut one would.
+``MethodOptions`` holds the settings of the model-based methods, and
+``iteration_seed`` the rule that seeds each iteration of a run from the run's
+seed and the number of points so far, so that a run is reproducible from its
+seed and a resumed run proposes what an uncut one would. The method protocol
+itself is in ``botorch_ext.runner.protocol``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch import Tensor
+
+from botorch_ext.runner.aliases import deprecated_aliases
+
+#: ``Method`` (then a ``Callable`` alias, now the protocol) was here in 0.2.0.
+__getattr__ = deprecated_aliases(__name__, {"Method": "botorch_ext.runner.protocol"})
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,6 @@ class MethodOptions:
     raw_samples: int = 512
     initial_conditions: str = "botorch"
     num_inducing_points: int = 100
-
-
-#: A method, ``(train_X, train_Y, bounds, q, seed, options)`` -> a ``q x d``
-#: tensor of candidates in ``bounds`` (see ``botorch_ext.runner.methods``).
-Method = Callable[[Tensor, Tensor, Tensor, int, int, MethodOptions], Tensor]
 
 
 def iteration_seed(seed: int, train_X: Tensor) -> int:

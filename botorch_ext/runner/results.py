@@ -22,87 +22,40 @@ import io
 import json
 import os
 import shutil
-import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from botorch_ext.runner import metadata as meta
+from botorch_ext.runner import schema
+from botorch_ext.runner.aliases import deprecated_aliases
 from botorch_ext.runner.checkpoint import STATE_DIR
-from botorch_ext.runner.metadata import (
-    METADATA_KEYS,
-    config_differences,
-    now_iso,
-    peak_rss_mb,
-    redact,
-    run_metadata,
-)
-from botorch_ext.runner.schema import (
-    DIAGNOSTIC_COLUMNS,
-    FIXED_COLUMNS,
-    SCHEMA_VERSION,
-    columns,
-    diagnostic_fields,
-    parse_row,
-    run_key,
-    x_columns,
-)
+from botorch_ext.runner.metadata import now_iso, peak_rss_mb
+from botorch_ext.runner.schema import run_key
 
-__all__ = [
-    "DIAGNOSTIC_COLUMNS",
-    "FIXED_COLUMNS",
-    "SCHEMA_VERSION",
-    "METADATA_KEYS",
-    "CsvWriter",
-    "Output",
-    "StoredResults",
-    "columns",
-    "config_differences",
-    "count_rows",
-    "diagnostic_fields",
-    "drop_duplicates",
-    "holding_interrupts",
-    "load_results",
-    "open_output",
-    "parse_row",
-    "read_results",
-    "redact",
-    "run_metadata",
-    "x_columns",
-]
-
-
-@contextmanager
-def holding_interrupts() -> Iterator[None]:
-    r"""Hold ``SIGINT`` and ``SIGTERM`` until the block ends, then deliver them.
-
-    Wraps the evaluation of a batch and the hand-over of its rows (to a file or a
-    queue), so that a stop request cannot fall between an evaluation and its row:
-    an evaluated row is always written. A no-op outside the main thread (where
-    Python cannot set signal handlers).
-
-    Example:
-        >>> with holding_interrupts():
-        ...     writer.write(row)
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous[signum] = signal.signal(signum, lambda s, _: received.append(s))
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if received:
-            # Re-delivered to the restored handlers: KeyboardInterrupt for SIGINT,
-            # the default (exit) for SIGTERM, nothing where they are ignored.
-            signal.raise_signal(received[0])
+#: Names this module re-exported from their homes in 0.2.0: still
+#: importable from here, with a ``DeprecationWarning``, until 0.3.0.
+_MOVED = {
+    **dict.fromkeys(
+        ("METADATA_KEYS", "config_differences", "redact", "run_metadata"),
+        "botorch_ext.runner.metadata",
+    ),
+    **dict.fromkeys(
+        (
+            "DIAGNOSTIC_COLUMNS",
+            "FIXED_COLUMNS",
+            "SCHEMA_VERSION",
+            "columns",
+            "diagnostic_fields",
+            "parse_row",
+            "x_columns",
+        ),
+        "botorch_ext.runner.schema",
+    ),
+    "holding_interrupts": "botorch_ext.runner.signals",
+}
+__getattr__ = deprecated_aliases(__name__, _MOVED)
 
 
 class CsvWriter:
@@ -224,7 +177,7 @@ def read_results(path: Path, repair: bool = False) -> StoredResults:
                 path, number, f"{len(values)} fields, expected {len(header)}"
             )
         try:
-            rows.append(parse_row(dict(zip(header, values, strict=True))))
+            rows.append(schema.parse_row(dict(zip(header, values, strict=True))))
         except ValueError as e:
             raise _damaged(path, number, str(e)) from None
     if partial and repair:
@@ -407,10 +360,12 @@ def open_output(
         raise ValueError("--resume and --overwrite exclude each other; pass one")
     path = directory / "results.csv"
     n_rows = count_rows(path)
-    fieldnames = columns(dim)
+    fieldnames = schema.columns(dim)
     # Through JSON, so that tuples compare equal to the lists read back.
-    new_config = json.loads(json.dumps({"schema_version": SCHEMA_VERSION, **config}))
-    metadata = run_metadata(argv)
+    new_config = json.loads(
+        json.dumps({"schema_version": schema.SCHEMA_VERSION, **config})
+    )
+    metadata = meta.run_metadata(argv)
     if n_rows and not (resume or overwrite):
         held = "a damaged results.csv" if n_rows < 0 else f"{n_rows} result rows"
         raise ValueError(
@@ -460,20 +415,20 @@ def _resumable_rows(
     # repaired without losing a row, saying so; raises for the rest.
     path = directory / "results.csv"
     version = stored_config.get("schema_version", 1)
-    if version not in (SCHEMA_VERSION, _UPGRADABLE):
+    if version not in (schema.SCHEMA_VERSION, _UPGRADABLE):
         raise ValueError(
             f"cannot resume {str(directory)!r}: its results have schema version "
-            f"{version}, this botorch_ext writes {SCHEMA_VERSION}; use --overwrite "
-            "or another --output"
+            f"{version}, this botorch_ext writes {schema.SCHEMA_VERSION}; use "
+            "--overwrite or another --output"
         )
-    differences = config_differences(stored_config, new_config)
+    differences = meta.config_differences(stored_config, new_config)
     if differences:
         raise ValueError(
             f"cannot resume {str(directory)!r}: the settings differ from the "
             f"stored config.json ({'; '.join(differences)})"
         )
     stored = read_results(path, repair=True)
-    fieldnames = columns(dim)
+    fieldnames = schema.columns(dim)
     expected = fieldnames
     if version == _UPGRADABLE:
         expected = tuple(c for c in fieldnames if c not in ("status", "error"))
@@ -501,9 +456,9 @@ def _resumable_rows(
     if dropped or version == _UPGRADABLE:
         _write_rows(path, fieldnames, rows)
     if version == _UPGRADABLE:
-        stored_config["schema_version"] = SCHEMA_VERSION
+        stored_config["schema_version"] = schema.SCHEMA_VERSION
         log(
-            f"resume: upgraded {path} to schema version {SCHEMA_VERSION} (added "
+            f"resume: upgraded {path} to schema version {schema.SCHEMA_VERSION} (added "
             "the status and error columns; every stored row is ok)"
         )
     return rows

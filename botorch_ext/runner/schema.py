@@ -1,9 +1,11 @@
 r"""The ``results.csv`` schema, declared once: each column's name, type and place.
 
 ``results.csv`` has one row per evaluation: the columns ``FIXED_COLUMNS`` followed
-by the evaluated point ``x0 .. x{d-1}`` (``columns(dim)``). The header
-(``columns``), the parser (``parse_row``) and the row (``build_row``) are all
-built from ``SCHEMA``.
+by the evaluated point ``x0 .. x{d-1}`` (``columns(dim)``). A row is a typed
+record, ``Row``, whose fields declare the columns in file order; ``SCHEMA`` (each
+column's name, type and the value read for a file without it) is built from them,
+and the header (``columns``), the parser (``parse_row``) and the row dicts the
+runner hands on (``Row.to_dict``, ``build_row``) from ``SCHEMA``.
 
 An evaluation is ``ok`` (``status``) or ``failed``: the objective returned a
 non-finite value, raised, or ran past the evaluation timeout. A failed row holds
@@ -15,7 +17,8 @@ Rows of files written before the ``status`` column existed read as ``ok``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 #: Version of the ``results.csv`` schema and ``config.json`` layout; 2 added the
 #: point ``x0..``, ``iteration``, ``batch_position`` and the timing columns, 3 the
@@ -62,30 +65,91 @@ DIAGNOSTIC_COLUMNS = {
     "model_warp": "warp",
 }
 
-_DIAGNOSTIC_TYPES: dict[str, type] = {"model_noise": float, "model_elbo": float}
-_DIAGNOSTIC_TYPES |= {"model_utility": float, "model_fit_steps": int}
+#: A field that is empty in ``results.csv`` (a failed row's value, a row without
+#: diagnostics).
+Empty = str
 
-#: Every column but the point's, in file order.
-SCHEMA: tuple[Column, ...] = (
-    Column("problem"),
-    Column("dim", int),
-    Column("method"),
-    Column("seed", int),
-    Column("n_evals", int),
-    Column("iteration", int),
-    Column("batch_position", int),
-    Column("value", float),
-    Column("status", str, default=OK),
-    Column("error", str, default=""),
-    Column("best_value", float),
-    Column("regret", float),
-    Column("seconds", float),
-    Column("fit_seconds", float),
-    Column("acq_seconds", float),
-    Column("eval_seconds", float),
-    Column("init"),
-    Column("outcome_transform"),
-    *(Column(c, _DIAGNOSTIC_TYPES.get(c, str)) for c in DIAGNOSTIC_COLUMNS),
+
+def _column(kind: type = str, missing: str | None = None, empty: bool = False) -> Any:
+    # A field of ``Row`` and its column: ``kind`` is what ``parse_row`` converts
+    # a non-empty field to, ``missing`` the value read for a file without the
+    # column, ``empty`` gives the field the default ``""``.
+    metadata = {"type": kind, "missing": missing}
+    if empty:
+        return field(default="", metadata=metadata)
+    return field(metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Row:
+    r"""One evaluation, one line of ``results.csv``: the schema, declared once.
+
+    The fields up to ``model_warp`` are the columns ``FIXED_COLUMNS``, in file
+    order (``SCHEMA`` is built from them); ``point`` is the evaluated point, the
+    columns ``x0 .. x{dim-1}``. An empty field (``""``) is one a row does not
+    have: the value of a failed evaluation, the best value and regret before the
+    first success, the ``model_*`` diagnostics of a row without a model.
+
+    Example:
+        >>> Row(problem="branin", dim=2, ..., point=(0.1, 0.2)).to_dict()
+
+    Raises:
+        ValueError: If ``point`` has not ``dim`` coordinates.
+    """
+
+    problem: str = _column()
+    dim: int = _column(int)
+    method: str = _column()
+    seed: int = _column(int)
+    n_evals: int = _column(int)
+    iteration: int = _column(int)
+    batch_position: int = _column(int)
+    value: float | Empty = _column(float)
+    status: str = _column(str, missing=OK)
+    error: str = _column(str, missing="")
+    best_value: float | Empty = _column(float)
+    regret: float | Empty = _column(float)
+    seconds: float = _column(float)
+    fit_seconds: float = _column(float)
+    acq_seconds: float = _column(float)
+    eval_seconds: float = _column(float)
+    init: str = _column()
+    outcome_transform: str = _column()
+    model_noise: float | Empty = _column(float, empty=True)
+    model_lengthscales: str = _column(empty=True)
+    model_elbo: float | Empty = _column(float, empty=True)
+    model_utility: float | Empty = _column(float, empty=True)
+    model_fit_steps: int | Empty = _column(int, empty=True)
+    model_angular_weights: str = _column(empty=True)
+    model_warp: str = _column(empty=True)
+    point: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        r"""Check that the point has ``dim`` coordinates."""
+        if len(self.point) != self.dim:
+            raise ValueError(
+                f"point has {len(self.point)} coordinates, expected dim={self.dim}"
+            )
+
+    def to_dict(self) -> dict:
+        r"""The row as ``results.csv`` holds it: ``columns(dim)`` -> value, in order."""
+        row = {name: getattr(self, name) for name in FIXED_COLUMNS}
+        row.update(zip(x_columns(self.dim), self.point, strict=True))
+        return row
+
+    @classmethod
+    def from_dict(cls, row: Mapping) -> Row:
+        r"""The record of a row dict (``parse_row``'d or ``to_dict``'s)."""
+        fields_ = {name: row[name] for name in FIXED_COLUMNS}
+        point = tuple(row[c] for c in x_columns(int(row["dim"])))
+        return cls(**fields_, point=point)
+
+
+#: Every column but the point's, in file order: the fields of ``Row``.
+SCHEMA: tuple[Column, ...] = tuple(
+    Column(f.name, f.metadata["type"], f.metadata["missing"])
+    for f in fields(Row)
+    if f.metadata
 )
 
 #: The columns every ``results.csv`` starts with, in order; ``x0 .. x{d-1}`` follow.
@@ -150,15 +214,15 @@ def parse_row(row: Mapping[str, str]) -> dict:
     return out
 
 
-def build_row(point: list[float], **fields) -> dict:
-    r"""One row, its keys in file order: the schema's fields and the point.
+def build_row(point: list[float], **values: Any) -> dict:
+    r"""One row, its keys in file order: a ``Row``'s ``to_dict()``.
 
     Example:
         >>> row = build_row([0.1, 0.2], problem="branin", dim=2, ...)
 
     Args:
         point: The evaluated point (``dim`` coordinates in the unit cube).
-        **fields: One value per column of ``FIXED_COLUMNS``.
+        **values: One value per column of ``FIXED_COLUMNS``.
 
     Returns:
         A dict with the keys ``columns(dim)``.
@@ -167,16 +231,11 @@ def build_row(point: list[float], **fields) -> dict:
         ValueError: If a column is missing or unknown, or the point has not
             ``dim`` coordinates.
     """
-    missing = [name for name in FIXED_COLUMNS if name not in fields]
-    unknown = [name for name in fields if name not in _BY_NAME]
+    missing = [name for name in FIXED_COLUMNS if name not in values]
+    unknown = [name for name in values if name not in _BY_NAME]
     if missing or unknown:
         raise ValueError(f"row fields: missing {missing}, unknown {unknown}")
-    dim = fields["dim"]
-    if len(point) != dim:
-        raise ValueError(f"point has {len(point)} coordinates, expected dim={dim}")
-    row = {name: fields[name] for name in FIXED_COLUMNS}
-    row.update(zip(x_columns(dim), point, strict=True))
-    return row
+    return Row(**values, point=tuple(point)).to_dict()
 
 
 def diagnostic_fields(diagnostics: dict | None) -> dict:
@@ -196,6 +255,34 @@ def diagnostic_fields(diagnostics: dict | None) -> dict:
             value = ";".join(f"{v:.4g}" for v in value)
         out[column] = "" if value is None else value
     return out
+
+
+def stored_points(rows: list[dict], dim: int) -> list[dict]:
+    r"""The stored rows of one run, checked to be evaluations ``1..n`` with points.
+
+    Args:
+        rows: Rows of one run (``parse_row``'d), in any order.
+        dim: The problem's dimension.
+
+    Returns:
+        The rows sorted by ``n_evals``.
+
+    Raises:
+        ValueError: If the rows are not ``1..n`` or a row has no point.
+    """
+    rows = sorted(rows, key=lambda r: r["n_evals"])
+    if [r["n_evals"] for r in rows] != list(range(1, len(rows) + 1)):
+        raise ValueError(
+            "stored rows must be evaluations 1..n of one run, got n_evals "
+            f"{[r['n_evals'] for r in rows]}"
+        )
+    for r in rows:
+        if any(r.get(c, "") == "" for c in x_columns(dim)):
+            raise ValueError(
+                f"stored row {r['n_evals']} has no point (x0..x{dim - 1}); rows "
+                "written before schema version 2 cannot be resumed"
+            )
+    return rows
 
 
 def run_key(row: Mapping) -> tuple[str, int, int]:

@@ -15,7 +15,6 @@ import torch
 from botorch.exceptions.warnings import OptimizationWarning
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 from gpytorch.likelihoods import GaussianLikelihood
-from torch import Tensor
 
 from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.models import EULBOModel, EULBOOptions
@@ -26,7 +25,8 @@ from botorch_ext.optim import (
     optimize_eulbo,
 )
 from botorch_ext.optim.optimize import warm_start
-from botorch_ext.runner.options import Method, iteration_seed
+from botorch_ext.runner.options import iteration_seed
+from botorch_ext.runner.protocol import Proposal
 from botorch_ext.runner.transforms import StandardizeOnce
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
 
@@ -50,14 +50,15 @@ class SVGPMethod:
     defaults say (``elbo.optimizer="auto"``: L-BFGS on the collapsed bound, on
     ``lbfgs_max_n`` points drawn at random beyond that ``n``). A collapsed trust region
     restarts at its initial length (the data and the model state are kept).
-    After each call, ``diagnostics`` holds the fitted noise, lengthscales, ELBO
+    Each proposal's ``diagnostics`` hold the fitted noise, lengthscales, ELBO
     and (for EULBO) the utility term, which the runner writes into every row
-    of the iteration.
+    of the iteration. After a proposal, the run's ``previous`` is the model it
+    fitted (and, for EULBO, optimized: ``previous.last_optimization``).
 
     Example:
         >>> method = SVGPMethod("ei", turbo=True, kernel=svgp_ard_kernel)
         >>> run = method.new_run()
-        >>> X_next = run(train_X, train_Y, bounds, 1, 0, MethodOptions())
+        >>> proposal = run.propose(train_X, train_Y, bounds, 1, 0, MethodOptions())
 
     Args:
         utility: ``"ei"`` or ``"kg"`` for ``optimize_eulbo``; ``None`` for the
@@ -91,6 +92,12 @@ class SVGPMethod:
             package's own settings.
     """
 
+    model_based = True
+    sequential = False
+    gaussian_posterior = False
+    standardizes_outcomes = True
+    carries_state = True
+
     def __init__(
         self,
         utility: str | None,
@@ -115,7 +122,7 @@ class SVGPMethod:
         self.model_kwargs = dict(model_kwargs or {})
         self.preset = preset
 
-    def new_run(self) -> Method:
+    def new_run(self) -> _SVGPRun:
         r"""A fresh run that carries its model from one iteration to the next."""
         # A copy per run: a kernel passed as `covar_module` holds fitted state.
         if self.preset == "authors":
@@ -127,11 +134,6 @@ class SVGPMethod:
             copy.deepcopy(self.model_kwargs),
             self.kernel,
         )
-
-    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
-        r"""Propose ``q`` points as the first iteration of a fresh run would."""
-        # Without run state (a direct call), behave as the first iteration.
-        return self.new_run()(train_X, train_Y, bounds, q, seed, options)
 
 
 class _SVGPRun(TrustRegion):
@@ -150,10 +152,8 @@ class _SVGPRun(TrustRegion):
         self.eulbo_options = eulbo_options or {}
         self.model_kwargs = model_kwargs or {}
         self.previous: EULBOModel | None = None
-        self.diagnostics: dict = {}
-        self.timings: dict = {}
 
-    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
         seed_i = iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
         tic = time.monotonic()
@@ -186,27 +186,27 @@ class _SVGPRun(TrustRegion):
             ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
                 fit_elbo(model, seed=seed_i)
-                self.timings = {"fit_seconds": time.monotonic() - tic}
+                fit_seconds = time.monotonic() - tic
                 candidates = maximize_qlogei(model, train_Y, region, q, options)
             else:
                 # EULBO fits the SVGP jointly with the proposal: only setting up
                 # the model counts as fitting, the joint optimization as
                 # acquisition.
-                self.timings = {"fit_seconds": time.monotonic() - tic}
+                fit_seconds = time.monotonic() - tic
                 candidates, _ = optimize_eulbo(
                     model, region, q=q, utility=self.utility, seed=seed_i
                 )
-        self.diagnostics = model.diagnostics()
+        diagnostics = model.diagnostics()
         if self.utility is None and q == 1:
             # The same utility term EULBO maximizes, for comparison in the logs.
             with torch.no_grad():
-                self.diagnostics["utility"] = model.expected_log_utility(
+                diagnostics["utility"] = model.expected_log_utility(
                     candidates.detach().unsqueeze(0)
                 ).item()
         self.previous = model
         self.n_seen = train_Y.shape[0]
         self.last_region = region
-        return candidates.detach()
+        return Proposal(candidates.detach(), fit_seconds, diagnostics)
 
 
 class _AuthorsSVGPRun(_SVGPRun):
@@ -220,7 +220,7 @@ class _AuthorsSVGPRun(_SVGPRun):
         self.options = EULBOOptions.authors(arm=arm)
         self.outcome_transform = StandardizeOnce(m=1)
 
-    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
         seed_i = iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
         tic = time.monotonic()
@@ -259,15 +259,15 @@ class _AuthorsSVGPRun(_SVGPRun):
             ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
                 fit_elbo(model, seed=seed_i)
-                self.timings = {"fit_seconds": time.monotonic() - tic}
+                fit_seconds = time.monotonic() - tic
                 candidates = warm_start(model, region, q, seed_i)
             else:
-                self.timings = {"fit_seconds": time.monotonic() - tic}
+                fit_seconds = time.monotonic() - tic
                 candidates, _ = optimize_eulbo(
                     model, region, q=q, utility=self.utility, seed=seed_i
                 )
-        self.diagnostics = model.diagnostics()
+        diagnostics = model.diagnostics()
         self.previous = model
         self.n_seen = train_Y.shape[0]
         self.last_region = region
-        return candidates.detach()
+        return Proposal(candidates.detach(), fit_seconds, diagnostics)

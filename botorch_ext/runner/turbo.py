@@ -17,7 +17,8 @@ from torch import Tensor
 
 from botorch_ext.optim import TurboState, ignore_optimize_acqf_retry_warnings
 from botorch_ext.runner.fitting import fit_model, gp_diagnostics
-from botorch_ext.runner.options import Method, iteration_seed
+from botorch_ext.runner.options import iteration_seed
+from botorch_ext.runner.protocol import Proposal
 
 
 def maximize_qlogei(model, train_Y, region, q, options) -> Tensor:
@@ -58,10 +59,10 @@ class TrustRegion:
 
     Example:
         >>> class _Run(TrustRegion):
-        ...     def __call__(self, train_X, train_Y, bounds, q, seed, options):
+        ...     def propose(self, train_X, train_Y, bounds, q, seed, options):
         ...         region = self._trust_region(train_X, train_Y, bounds, q, ls)
         ...         self.n_seen = train_Y.shape[0]
-        ...         return maximize_qlogei(model, train_Y, region, q, options)
+        ...         return Proposal(maximize_qlogei(model, train_Y, region, q, options))
     """
 
     def __init__(self, failure_tolerance: int | None = None) -> None:
@@ -104,27 +105,24 @@ class TurboMethod:
     methods; each run keeps its own ``TurboState`` (``new_run()``).
     """
 
-    def new_run(self) -> Method:
+    model_based = True
+    sequential = False
+    gaussian_posterior = False
+    standardizes_outcomes = False
+    carries_state = True
+
+    def new_run(self) -> _TurboExactRun:
         """Return a fresh run with its own ``TurboState``."""
         return _TurboExactRun()
 
-    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
-        """Propose ``q`` points with a fresh run (no trust-region state kept)."""
-        return self.new_run()(train_X, train_Y, bounds, q, seed, options)
-
 
 class _TurboExactRun(TrustRegion):
-    def __init__(self) -> None:
-        super().__init__()
-        self.diagnostics: dict = {}
-        self.timings: dict = {}
-
-    def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
+    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
         seed_i = iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
         tic = time.monotonic()
         model = fit_model(train_X, train_Y, options)
-        self.timings = {"fit_seconds": time.monotonic() - tic}
+        fit_seconds = time.monotonic() - tic
         region = self._trust_region(
             train_X, train_Y, bounds, q, model.covar_module.lengthscale
         )
@@ -134,5 +132,4 @@ class _TurboExactRun(TrustRegion):
             candidates = maximize_qlogei(model, train_Y, region, q, options)
         self.n_seen = train_Y.shape[0]
         self.last_region = region
-        self.diagnostics = gp_diagnostics(model)
-        return candidates.detach()
+        return Proposal(candidates.detach(), fit_seconds, gp_diagnostics(model))

@@ -21,32 +21,37 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from botorch_ext.sgmcmc.arms import (
-    ArmScore,
-    ArmSettings,
-    MambaArm,
-    arm_settings,
-    mamba_arms,
-    run_and_score_arm,
-    stein_metric,
-)
+from botorch_ext.sgmcmc import arms as arm_module
 from botorch_ext.sgmcmc.samplers import GradientEstimator, SamplerState
 from botorch_ext.validation import check_positive, check_positive_int
 
-# The arm-level names are part of this module's API as well (MAMBA's arms).
-__all__ = [
+__all__ = ["MambaResult", "MambaRound", "mamba", "round_budgets"]
+
+#: The arm-level names that this module re-exported in 0.2.0 (their home is
+#: ``botorch_ext.sgmcmc.arms``): still importable from here, with a
+#: ``DeprecationWarning``, until 0.3.0.
+_MOVED = (
     "ArmScore",
     "ArmSettings",
     "MambaArm",
-    "MambaResult",
-    "MambaRound",
     "arm_settings",
-    "mamba",
     "mamba_arms",
-    "round_budgets",
     "run_and_score_arm",
     "stein_metric",
-]
+)
+
+
+def __getattr__(name: str) -> object:
+    r"""Serve the arm-level names from ``botorch_ext.sgmcmc.arms``, with a warning."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{__name__}.{name} moved to botorch_ext.sgmcmc.arms.{name}; import it from "
+        "there (the old path goes in 0.3.0)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(arm_module, name)
 
 
 @dataclass
@@ -64,7 +69,7 @@ class MambaRound:
 
     budget: float
     arms: list[dict[str, Any]] = field(default_factory=list)
-    survivors: list[MambaArm] = field(default_factory=list)
+    survivors: list[arm_module.MambaArm] = field(default_factory=list)
 
 
 @dataclass
@@ -81,7 +86,7 @@ class MambaResult:
         seconds: Wall-clock seconds of the whole tuning run.
     """
 
-    best_arm: MambaArm
+    best_arm: arm_module.MambaArm
     samples: Tensor
     state: SamplerState
     metric: float
@@ -124,7 +129,7 @@ def mamba(
     budget: float,
     num_leapfrog_steps: Sequence[int] | None = None,
     eta: int = 3,
-    settings: ArmSettings | None = None,
+    settings: arm_module.ArmSettings | None = None,
     generator: torch.Generator | None = None,
     progress: bool = True,
     **setting_overrides: Any,
@@ -170,7 +175,7 @@ def mamba(
     Returns:
         A ``MambaResult``.
     """
-    merged = arm_settings(settings, **setting_overrides)
+    merged = arm_module.arm_settings(settings, **setting_overrides)
     arms, budgets = _mamba_plan(
         merged,
         theta0,
@@ -189,14 +194,14 @@ def mamba(
         for a in arms
     }
     states = {a: SamplerState(theta=theta0.detach().clone()) for a in arms}
-    last: dict[MambaArm, tuple[float, Tensor]] = {}
+    last: dict[arm_module.MambaArm, tuple[float, Tensor]] = {}
     survivors, history = list(arms), []
     start = time.perf_counter()
     bar = tqdm(total=len(budgets), desc="MAMBA", disable=not progress, leave=False)
     for i, r in enumerate(budgets):
         record = MambaRound(budget=r)
         for arm in survivors:
-            scored = run_and_score_arm(
+            scored = arm_module.run_and_score_arm(
                 gradient,
                 states[arm],
                 arm,
@@ -236,7 +241,7 @@ def mamba(
 
 
 def _mamba_plan(
-    settings: ArmSettings,
+    settings: arm_module.ArmSettings,
     theta0: Tensor,
     num_data: int,
     step_sizes: Sequence[float],
@@ -244,12 +249,12 @@ def _mamba_plan(
     budget: float,
     num_leapfrog_steps: Sequence[int] | None,
     eta: int,
-) -> tuple[list[MambaArm], list[float]]:
+) -> tuple[list[arm_module.MambaArm], list[float]]:
     r"""Check ``mamba``'s inputs; return its arms and per-round budgets."""
     sampler = settings.sampler
     if sampler == "sgld" and num_leapfrog_steps is not None:
         raise ValueError("`num_leapfrog_steps` is an SGHMC setting; sampler='sgld'.")
-    arms = mamba_arms(
+    arms = arm_module.mamba_arms(
         step_sizes,
         batch_sizes,
         (num_leapfrog_steps or [10]) if sampler == "sghmc" else None,
@@ -267,7 +272,9 @@ def _mamba_plan(
     return arms, budgets
 
 
-def _round_entry(arm: MambaArm, scored: ArmScore) -> dict[str, Any]:
+def _round_entry(
+    arm: arm_module.MambaArm, scored: arm_module.ArmScore
+) -> dict[str, Any]:
     r"""One arm's row in ``MambaRound.arms``."""
     return {
         "arm": arm,

@@ -24,7 +24,8 @@ from botorch.utils.testing import BotorchTestCase
 
 from benchmarks.eulbo.faithfulness import STATISTICS, step_row
 from botorch_ext.runner.loop import initial_design
-from botorch_ext.runner.methods import MethodOptions, get_method
+from botorch_ext.runner.methods import get_method
+from botorch_ext.runner.options import MethodOptions
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "aabo_hartmann6_steps.json"
 
@@ -41,7 +42,8 @@ def preset_first_step(seed: int) -> dict:
     run = get_method("eulbo-ei-authors").new_run()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        x = run(X, Y, bounds, 1, seed, MethodOptions(num_inducing_points=100))
+        options = MethodOptions(num_inducing_points=100)
+        x = run.propose(X, Y, bounds, 1, seed, options).candidates
     model = run.previous
     model.last_optimization["candidates"] = x
     return step_row(1, 100, model)

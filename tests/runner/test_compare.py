@@ -10,9 +10,10 @@ from botorch_ext.runner.backends import streaming
 from botorch_ext.runner.backends.streaming import stream_until_done
 from botorch_ext.runner.compare import format_summary, run_grid, summarize
 from botorch_ext.runner.loop import RunConfig
-from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.plotting import plot_regret
-from botorch_ext.runner.results import CsvWriter, columns
+from botorch_ext.runner.results import CsvWriter
+from botorch_ext.runner.schema import columns
 
 
 def _row(method, seed, n, value, best, seconds):

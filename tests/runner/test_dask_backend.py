@@ -21,7 +21,7 @@ from botorch.utils.testing import BotorchTestCase
 from botorch_ext.runner.backends import dask as dask_backend
 from botorch_ext.runner.compare import run_grid
 from botorch_ext.runner.loop import RunConfig
-from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import Problem
 from botorch_ext.runner.results import read_results
 from tests.test_cli import _main

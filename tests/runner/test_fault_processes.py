@@ -27,7 +27,7 @@ from distributed.security import Security
 
 from botorch_ext.runner.compare import run_grid
 from botorch_ext.runner.loop import RunConfig
-from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.results import read_results
 from tests.test_cli import _main
 

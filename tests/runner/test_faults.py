@@ -16,8 +16,8 @@ from unittest import mock
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.cli import flag_message, resume_command
 from botorch_ext.runner import loop
+from botorch_ext.runner.cli import flag_message, resume_command
 from botorch_ext.runner.compare import format_summary, summarize
 from botorch_ext.runner.errors import ArgumentError
 from botorch_ext.runner.evaluation import (
@@ -27,16 +27,16 @@ from botorch_ext.runner.evaluation import (
     outcomes,
 )
 from botorch_ext.runner.loop import RunConfig, run_bo
-from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.metadata import redact, run_metadata
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.plotting import plot_regret
 from botorch_ext.runner.problems import get_problem
+from botorch_ext.runner.protocol import FunctionMethod
 from botorch_ext.runner.results import (
     CsvWriter,
     drop_duplicates,
     open_output,
     read_results,
-    redact,
-    run_metadata,
 )
 from botorch_ext.runner.schema import FIXED_COLUMNS, build_row, columns, parse_row
 from tests.failsafe import failsafe
@@ -116,7 +116,7 @@ class TestFailedEvaluations(FaultEnv):
             seen.append((X.clone(), Y.clone()))
             return torch.rand(q, X.shape[-1], dtype=X.dtype)
 
-        with mock.patch.object(loop, "get_method", return_value=method):
+        with mock.patch.object(loop, "get_method", return_value=FunctionMethod(method)):
             rows = run_bo(_config("qlogei", budget=12))
         ok_points = [[r["x0"], r["x1"]] for r in rows if r["status"] == "ok"]
         self.assertTrue(seen)

@@ -11,9 +11,10 @@ from botorch_ext.runner import methods
 from botorch_ext.runner import turbo as turbo_module
 from botorch_ext.runner.checkpoint import state_path
 from botorch_ext.runner.loop import RunConfig, initial_design, run_bo
-from botorch_ext.runner.methods import MethodOptions
+from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import get_problem
-from botorch_ext.runner.results import CsvWriter, columns, read_results
+from botorch_ext.runner.results import CsvWriter, read_results
+from botorch_ext.runner.schema import columns
 
 FAST = MethodOptions(num_restarts=2, raw_samples=16)
 
@@ -229,7 +230,7 @@ class TestResume(BotorchTestCase):
         rows = run_bo(config)
         with mock.patch.object(methods.METHODS["turbo"], "new_run") as new_run:
             self.assertEqual(run_bo(config, stored_rows=rows), rows)
-        new_run.return_value.assert_not_called()
+        new_run.return_value.propose.assert_not_called()
 
     def test_seconds_continue_from_the_stored_rows(self):
         config = RunConfig("branin", "random", budget=6, n_init=4, q=1)
@@ -269,12 +270,10 @@ class TestResume(BotorchTestCase):
                 calls.append(None)
                 return len(calls) >= k
 
-            with mock.patch.dict(
-                methods.METHODS, random=mock.Mock(wraps=random, spec=random)
-            ):
+            with mock.patch.object(random, "propose", wraps=random.propose) as propose:
                 seen = []
                 rows = run_bo(config, on_row=seen.append, should_stop=stop)
-                self.assertEqual(methods.METHODS["random"].call_count, proposals, k)
+                self.assertEqual(propose.call_count, proposals, k)
             self.assertEqual(_without_times(rows), _without_times(uncut[:n_rows]), k)
             self.assertEqual(seen, rows)
             self.assertEqual(len(calls), k)  # nothing asked after the stop

@@ -8,14 +8,10 @@ from botorch.utils.testing import BotorchTestCase
 
 #: A short SVGP fit for tests of shapes, bounds and state (not of fit quality).
 from botorch_ext.optim import fit as svgp_fit
-from botorch_ext.runner import acquisition, fitting, methods, svgp
-from botorch_ext.runner.methods import (
-    METHODS,
-    MODEL_BASED,
-    MethodOptions,
-    fit_model,
-    get_method,
-)
+from botorch_ext.runner import acquisition, fitting, kernels, methods, svgp
+from botorch_ext.runner.fitting import fit_model
+from botorch_ext.runner.methods import METHODS, get_method
+from botorch_ext.runner.options import MethodOptions
 from tests.models.helpers import options_with
 
 SHORT_SVGP_FIT = options_with(max_steps=40, check_every=10)
@@ -37,10 +33,12 @@ class TestMethods(BotorchTestCase):
                     mock.patch.object(svgp, "EULBOOptions", SHORT_SVGP_FIT),
                     mock.patch.object(methods, "JES_NUM_OPTIMA", 4),
                 ):
-                    cand = get_method(name)(X, Y, bounds, q, 0, options)
+                    run = get_method(name).new_run()
+                    cand = run.propose(X, Y, bounds, q, 0, options).candidates
                 self.assertEqual(cand.shape, torch.Size([q, 3]), name)
                 self.assertTrue(((cand >= 0) & (cand <= 1)).all(), name)
-        self.assertEqual(MODEL_BASED, set(METHODS) - {"random", "sobol"})
+        model_based = {name for name, m in METHODS.items() if m.model_based}
+        self.assertEqual(model_based, set(METHODS) - {"random", "sobol"})
 
     def test_botorch_baselines_use_botorchs_acquisitions(self):
         from botorch.acquisition import (
@@ -73,7 +71,7 @@ class TestMethods(BotorchTestCase):
                 mock.patch.object(acquisition, "optimize_acqf", fake_optimize_acqf),
                 mock.patch.object(methods, "JES_NUM_OPTIMA", 3),
             ):
-                get_method(name)(X, Y, bounds, 2, 0, MethodOptions())
+                get_method(name).new_run().propose(X, Y, bounds, 2, 0, MethodOptions())
             acqf = seen["acqf"]
             self.assertIs(type(acqf), acqf_class, name)
             self.assertEqual(seen["kwargs"]["sequential"], sequential, name)
@@ -83,15 +81,17 @@ class TestMethods(BotorchTestCase):
         # BoTorch's Getting-started beta (BoTorch stores sqrt(beta * pi / 2)).
         ucb = get_method("botorch-qucb")
         with mock.patch.object(acquisition, "optimize_acqf", fake_optimize_acqf):
-            ucb(X, Y, bounds, 1, 0, MethodOptions())
+            ucb.new_run().propose(X, Y, bounds, 1, 0, MethodOptions())
         self.assertAlmostEqual(seen["acqf"].beta_prime, math.sqrt(0.1 * math.pi / 2))
         with mock.patch.object(acquisition, "optimize_acqf", fake_optimize_acqf):
-            get_method("gibbon")(X, Y, bounds, 1, 0, MethodOptions())
+            get_method("gibbon").new_run().propose(X, Y, bounds, 1, 0, MethodOptions())
         # 1000 uniform candidates, to which BoTorch's MES adds the 8 observed.
         self.assertEqual(seen["acqf"].candidate_set.shape, torch.Size([1008, 2]))
         with mock.patch.object(acquisition, "optimize_acqf", fake_optimize_acqf):
             with mock.patch.object(methods, "JES_NUM_OPTIMA", 3):
-                get_method("qjes")(X, Y, bounds, 1, 0, MethodOptions())
+                get_method("qjes").new_run().propose(
+                    X, Y, bounds, 1, 0, MethodOptions()
+                )
         self.assertEqual(seen["acqf"].optimal_inputs.shape[-2:], torch.Size([1, 2]))
         self.assertEqual(seen["acqf"].optimal_inputs.shape[0], 3)
 
@@ -110,7 +110,7 @@ class TestMethods(BotorchTestCase):
         from gpytorch.kernels import CylindricalKernel as GPyTorchCylindricalKernel
         from gpytorch.kernels import MaternKernel
 
-        from botorch_ext.kernels import CylindricalKernel
+        from botorch_ext.kernels import BOCKKernel
 
         torch.manual_seed(0)
         d = 4
@@ -119,23 +119,27 @@ class TestMethods(BotorchTestCase):
         Y = -((X - 0.5) ** 2).sum(-1, keepdim=True)
         options = MethodOptions()
         bock = fit_model(X, Y, options, kernel="bock")
-        self.assertIsInstance(bock.covar_module, CylindricalKernel)
+        self.assertIsInstance(bock.covar_module, BOCKKernel)
         self.assertEqual(bock.covar_module.center_rule, "continuous")
         # The fitted linear weight respects the runner's floor.
         c = bock.covar_module.angular_weights
-        self.assertGreaterEqual(c[1].item(), methods.BOCK_LINEAR_WEIGHT_FLOOR - 1e-9)
-        diag = methods.gp_diagnostics(bock)
+        self.assertGreaterEqual(c[1].item(), kernels.BOCK_LINEAR_WEIGHT_FLOOR - 1e-9)
+        diag = fitting.gp_diagnostics(bock)
         self.assertAllClose(torch.tensor(diag["angular_weights"]).to(c), c)
         self.assertEqual(len(diag["warp"]), 2)
+        # The BOCK study's ablation kernels (benchmarks/bock/kernels.py), given
+        # to fit_model as functions of the dimension.
+        from benchmarks.bock.kernels import ABLATION_KERNELS
+
         for name, rule in (
             ("bock-continuous", "continuous"),
             ("bock-direction", "direction"),
         ):
-            k = fit_model(X, Y, options, kernel=name).covar_module
+            k = fit_model(X, Y, options, kernel=ABLATION_KERNELS[name]).covar_module
             self.assertEqual(k.center_rule, rule)
             self.assertIsNone(k.angular_weights_floor)
-        scaled = fit_model(X, Y, options, kernel="bock-scaled")
-        self.assertIsInstance(scaled.covar_module.base_kernel, CylindricalKernel)
+        scaled = fit_model(X, Y, options, kernel=ABLATION_KERNELS["bock-scaled"])
+        self.assertIsInstance(scaled.covar_module.base_kernel, BOCKKernel)
         # The scaled Matern: the runner's isotropic Matern with a learned amplitude.
         matern_scaled = fit_model(X, Y, options, kernel="matern-scaled")
         self.assertIsInstance(matern_scaled.covar_module.base_kernel, MaternKernel)
@@ -144,7 +148,7 @@ class TestMethods(BotorchTestCase):
             "outputscale_prior",
             {name for name, *_ in matern_scaled.covar_module.named_priors()},
         )
-        self.assertNotIn("angular_weights", methods.gp_diagnostics(matern_scaled))
+        self.assertNotIn("angular_weights", fitting.gp_diagnostics(matern_scaled))
         matern = fit_model(X, Y, options, kernel="matern")
         self.assertIsInstance(matern.covar_module, MaternKernel)
         self.assertIsNone(matern.covar_module.ard_num_dims)  # isotropic
@@ -161,11 +165,11 @@ class TestMethods(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "unknown kernel 'x'"):
             fit_model(X, Y, options, kernel="x")
         # A kernel instance is used as is.
-        instance = CylindricalKernel(angular_degree=1)
+        instance = BOCKKernel(angular_degree=1)
         self.assertIs(fit_model(X, Y, options, kernel=instance).covar_module, instance)
 
     def test_bock_initial_conditions(self):
-        from botorch_ext.runner.methods import bock_initial_conditions
+        from botorch_ext.runner.initial_conditions import bock_initial_conditions
 
         d, q = 6, 2
         X = torch.rand(12, d, dtype=torch.double)
@@ -190,12 +194,12 @@ class TestMethods(BotorchTestCase):
         again = bock_initial_conditions(acqf, bounds, q, X, Y, options, seed=3)
         self.assertTrue(torch.equal(ics, again))
         with self.assertRaisesRegex(ValueError, "unknown initial conditions 'x'"):
-            get_method("bock")(
+            get_method("bock").new_run().propose(
                 X, Y, bounds, 1, 0, MethodOptions(initial_conditions="x")
             )
 
     def test_bock_sgmcmc(self):
-        from botorch_ext.kernels import CylindricalKernel
+        from botorch_ext.kernels import BOCKKernel
         from botorch_ext.sgmcmc import SGMCMCFullyBayesianSingleTaskGP
 
         torch.manual_seed(0)
@@ -209,7 +213,7 @@ class TestMethods(BotorchTestCase):
                 X, Y, MethodOptions(), kernel="bock", fully_bayesian=True, seed=1
             )
         self.assertIsInstance(model, SGMCMCFullyBayesianSingleTaskGP)
-        self.assertIsInstance(model.covar_module, CylindricalKernel)
+        self.assertIsInstance(model.covar_module, BOCKKernel)
         self.assertEqual(model.batch_shape, torch.Size([methods.SGMCMC_DRAWS]))
         # The draws differ from one another and are reproducible from the seed.
         alpha = model.covar_module.alpha
@@ -218,10 +222,10 @@ class TestMethods(BotorchTestCase):
 
     def test_svgp_methods_keep_state_per_run(self):
         from botorch_ext.runner.loop import RunConfig
-        from botorch_ext.runner.methods import SVGP_METHODS, SVGPMethod
+        from botorch_ext.runner.svgp import SVGPMethod
 
         self.assertEqual(
-            SVGP_METHODS,
+            {name for name, m in METHODS.items() if m.standardizes_outcomes},
             {"eulbo-ei", "eulbo-kg", "elbo-svgp", "turbo-eulbo-ei", "turbo-elbo-svgp"}
             | {"eulbo-ei-authors", "elbo-svgp-authors"},
         )
@@ -238,12 +242,13 @@ class TestMethods(BotorchTestCase):
         short_fits = mock.patch.object(svgp, "EULBOOptions", SHORT_SVGP_FIT)
         short_fits.start()
         self.addCleanup(short_fits.stop)
-        cand = run_a(X, Y, bounds, 1, 0, options)
+        proposal = run_a.propose(X, Y, bounds, 1, 0, options)
+        cand = proposal.candidates
         self.assertEqual(run_a.previous.__class__.__name__, "EULBOModel")
         self.assertFalse(run_a.previous.carried_state)  # first step: fresh
         self.assertIsNone(run_b.previous)
         first = run_a.previous
-        diag = run_a.diagnostics
+        diag = proposal.diagnostics
         self.assertEqual(len(diag["lengthscales"]), d)
         self.assertAlmostEqual(diag["noise"], first.likelihood.noise.item())
         # Non-improving batches shrink the trust region after failure_tolerance
@@ -253,7 +258,7 @@ class TestMethods(BotorchTestCase):
         for _ in range(state.failure_tolerance):
             X = torch.cat([X, cand])
             Y = torch.cat([Y, Y.min().reshape(1, 1) - 1.0])
-            cand = run_a(X, Y, bounds, 1, 0, options)
+            cand = run_a.propose(X, Y, bounds, 1, 0, options).candidates
             # Algorithm 1: every later step starts from the previous step's w.
             self.assertTrue(run_a.previous.carried_state)
         self.assertEqual(run_a.state.length, 0.4)
@@ -281,10 +286,11 @@ class TestMethods(BotorchTestCase):
         options = MethodOptions(num_restarts=2, raw_samples=64, num_inducing_points=30)
         near, noises = 0, []
         for _ in range(10):
-            cand = run(X, Y, problem.bounds, 1, 0, options)
+            proposal = run.propose(X, Y, problem.bounds, 1, 0, options)
+            cand = proposal.candidates
             incumbent = X[Y.squeeze(-1).argmax()]
             near += int((cand - incumbent).norm().item() < 1e-2)
-            noises.append(run.diagnostics["noise"])
+            noises.append(proposal.diagnostics["noise"])
             X = torch.cat([X, cand])
             Y = torch.cat([Y, -problem(cand).unsqueeze(-1)])
         self.assertLess(max(noises[1:]), 0.2, noises)
@@ -315,7 +321,7 @@ class TestMethods(BotorchTestCase):
                 eulbo_options = options_with(lbfgs_max_n=lbfgs_max_n)
                 with mock.patch.object(svgp, "EULBOOptions", eulbo_options):
                     run = method.new_run()
-                    run(X, Y, bounds, 1, 0, options)
+                    run.propose(X, Y, bounds, 1, 0, options)
                 self.assertEqual(run.previous.options.elbo.optimizer, choice)
                 self.assertEqual(run.previous.options.warm_start.num_restarts, 1)
         self.assertEqual(calls, [(500, None), (500, None), (500, 11)])
@@ -330,11 +336,12 @@ class TestMethods(BotorchTestCase):
         bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
         options = MethodOptions(num_restarts=2, raw_samples=16)
         for _ in range(4):
-            cand = run(X, Y, bounds, 2, 0, options)
+            proposal = run.propose(X, Y, bounds, 2, 0, options)
+            cand = proposal.candidates
             region = run.last_region
             self.assertEqual(cand.shape, torch.Size([2, d]))
             self.assertTrue(((cand >= region[0] - 1e-9) & (cand <= region[1])).all())
-            self.assertEqual(len(run.diagnostics["lengthscales"]), d)
+            self.assertEqual(len(proposal.diagnostics["lengthscales"]), d)
             X = torch.cat([X, cand])
             # Never improving: the box halves after ceil(max(4/2, 4/2)) = 2 failures.
             Y = torch.cat([Y, torch.full((2, 1), Y.min().item() - 1.0).double()])
@@ -358,10 +365,10 @@ class TestAuthorsPreset(BotorchTestCase):
         options = MethodOptions(num_inducing_points=100)
         for name, arm in (("eulbo-ei-authors", "ei"), ("elbo-svgp-authors", None)):
             run = get_method(name).new_run()
-            run(X[:100], Y[:100], bounds, 1, 0, options)
+            run.propose(X[:100], Y[:100], bounds, 1, 0, options)
             # q(u) starts from GPyTorch's prior initialization, as theirs does.
             self.assertEqual(len(run.previous.train_X_full), 100)
-            run(X, Y, bounds, 1, 0, options)
+            run.propose(X, Y, bounds, 1, 0, options)
             model = run.previous
             # The per-datum ELBO of the last 100 points.
             self.assertEqual(model.elbo_scale, "mean")
@@ -425,7 +432,7 @@ class TestAuthorsTurbo(BotorchTestCase):
         from benchmarks.eulbo.ablations import turbo_elbo_svgp_authors
 
         run = turbo_elbo_svgp_authors.new_run()
-        run(X, Y, bounds, 2, 0, options)
+        run.propose(X, Y, bounds, 2, 0, options)
         self.assertEqual(run.state.failure_tolerance, 32)
         # A cube of side 0.8 about the incumbent (clipped to the box).
         center = X[Y.argmax()]
@@ -465,18 +472,19 @@ class TestWarmStart(BotorchTestCase):
     def test_warm_started_runs_start_from_their_previous_fit(self):
         import inspect
 
-        from botorch_ext.runner.acquisition import WarmStartMethod, acquisition_method
+        from botorch_ext.runner.acquisition import AcquisitionMethod, acquisition_method
 
         self.assertIs(
             inspect.signature(acquisition_method).parameters["warm_start"].default,
             False,
         )
         # The runner's bock fits every iteration from the kernel's initial values.
-        self.assertFalse(hasattr(get_method("bock"), "new_run"))
+        self.assertFalse(get_method("bock").carries_state)
         method = acquisition_method(
             methods.qLogNoisyExpectedImprovement, kernel="bock", warm_start=True
         )
-        self.assertIsInstance(method, WarmStartMethod)
+        self.assertIsInstance(method, AcquisitionMethod)
+        self.assertTrue(method.carries_state)
         X, Y, bounds = self._data()
         options = MethodOptions(num_restarts=2, raw_samples=16)
         run = method.new_run()
@@ -489,18 +497,18 @@ class TestWarmStart(BotorchTestCase):
             return original(*args, **kwargs)
 
         with mock.patch.object(acquisition, "fit_model", side_effect=spy):
-            run(X[:8], Y[:8], bounds, 1, 0, options)
+            run.propose(X[:8], Y[:8], bounds, 1, 0, options)
             first = {n: v.clone() for n, v in run.hyperparameters.items()}
-            run(X, Y, bounds, 1, 0, options)
+            proposal = run.propose(X, Y, bounds, 1, 0, options)
             # A fresh run starts cold again.
-            method.new_run()(X, Y, bounds, 1, 0, options)
+            method.new_run().propose(X, Y, bounds, 1, 0, options)
         self.assertIsNone(starts[0])
         self.assertEqual(set(starts[1]), set(first))
         for name, value in first.items():
             self.assertTrue(torch.equal(starts[1][name], value), name)
         self.assertIsNone(starts[2])
-        self.assertIn("fit_seconds", run.timings)
-        self.assertIn("warp", run.diagnostics)
+        self.assertGreater(proposal.fit_seconds, 0.0)
+        self.assertIn("warp", proposal.diagnostics)
         # The run's state is saved with torch.save on checkpoints.
         buffer = io.BytesIO()
         torch.save(run, buffer)

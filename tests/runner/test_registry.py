@@ -10,17 +10,16 @@ from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from benchmarks.eulbo import ablations
 from botorch_ext.runner import svgp
+from botorch_ext.runner.kernels import svgp_ard_kernel
 from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.methods import (
     METHOD_SUMMARIES,
     METHODS,
-    MODEL_BASED,
-    SVGP_METHODS,
-    MethodOptions,
     get_method,
     register_method,
-    svgp_ard_kernel,
 )
+from botorch_ext.runner.options import MethodOptions
+from botorch_ext.runner.protocol import FunctionMethod
 from tests.models.helpers import options_with
 
 SHORT_SVGP_FIT = options_with(max_steps=40, check_every=10)
@@ -30,8 +29,6 @@ def _forget(*names):
     for name in names:
         METHODS.pop(name, None)
         METHOD_SUMMARIES.pop(name, None)
-        for flags in (SVGP_METHODS, MODEL_BASED):
-            flags.discard(name)
 
 
 class TestRegistry(BotorchTestCase):
@@ -74,15 +71,18 @@ class TestRegistry(BotorchTestCase):
             return bounds[:1].expand(q, -1)
 
         self.addCleanup(_forget, "mine")
-        self.assertIs(register_method("mine", mine), mine)
-        self.assertIs(get_method("mine"), mine)
+        # A plain function is registered as a FunctionMethod.
+        registered = register_method("mine", mine)
+        self.assertIsInstance(registered, FunctionMethod)
+        self.assertIs(registered.function, mine)
+        self.assertIs(get_method("mine"), registered)
         self.assertEqual(METHOD_SUMMARIES["mine"], "My method: the lower corner.")
-        self.assertIn("mine", MODEL_BASED)
-        self.assertIs(register_method("mine", mine), mine)  # the same: fine
+        self.assertTrue(get_method("mine").model_based)
+        self.assertIs(register_method("mine", mine), registered)  # the same: fine
         with self.assertRaisesRegex(ValueError, "'mine' is already registered"):
             register_method("mine", get_method("random"))
         register_method("mine", get_method("random"), summary="r", replace=True)
-        self.assertNotIn("mine", MODEL_BASED)  # the flags follow the method
+        self.assertFalse(get_method("mine").model_based)  # the flags follow it
         self.assertEqual(METHOD_SUMMARIES["mine"], "r")
         for bad in ("", "a,b", "a b"):
             with self.assertRaisesRegex(ValueError, "method name must be"):
@@ -99,7 +99,7 @@ class TestRegistry(BotorchTestCase):
         method = get_method(spec)
         self.assertIs(method, ablations.eulbo_ei_joint_lbfgs)
         self.assertIs(METHODS[spec], method)
-        self.assertIn(spec, SVGP_METHODS)
+        self.assertTrue(method.standardizes_outcomes)
         self.assertEqual(method.eulbo_options["joint_optimizer"], "lbfgs")
         bad = RunConfig(
             "branin",
@@ -138,7 +138,7 @@ class TestRegistry(BotorchTestCase):
             kernel.raw_lengthscale.data.fill_(-50.0)
             self.assertGreaterEqual(kernel.lengthscale.min().item(), 2.5e-2 - 1e-7)
         self.assertIsNot(svgp_ard_kernel(2), svgp_ard_kernel(2))
-        for name in sorted(SVGP_METHODS):
+        for name in sorted(n for n, m in METHODS.items() if m.standardizes_outcomes):
             if get_method(name).preset == "authors":
                 # The authors' loop sets its own kernel (their ScaleKernel(RBF)).
                 self.assertIsNone(get_method(name).kernel, name)
@@ -151,7 +151,7 @@ class TestRegistry(BotorchTestCase):
         opts = MethodOptions(num_restarts=1, raw_samples=8, num_inducing_points=5)
         with mock.patch.object(svgp, "EULBOOptions", SHORT_SVGP_FIT):
             run = get_method("elbo-svgp").new_run()
-            run(X, Y, box, 1, 0, opts)
+            run.propose(X, Y, box, 1, 0, opts)
         kernel = run.previous.model.covar_module
         self.assertIs(type(kernel), RBFKernel)
         self.assertEqual(kernel.ard_num_dims, 3)
@@ -170,7 +170,7 @@ class TestEULBOAblations(BotorchTestCase):
         # Model arguments reach the first model and survive carry_over.
         run = ablations.turbo_eulbo_ei_w0.new_run()
         for _ in range(2):
-            cand = run(Xw, Yw, box, 2, 0, opts)
+            cand = run.propose(Xw, Yw, box, 2, 0, opts).candidates
             self.assertEqual(run.previous.utility_weight, 0.0)
             self.assertEqual(run.previous.options.elbo.optimizer, "adam")
             Xw = torch.cat([Xw, cand])
@@ -184,12 +184,14 @@ class TestEULBOAblations(BotorchTestCase):
             proposals, kernels = [], []
             for _ in range(2):
                 run = method.new_run()
-                cand = run(Xw, Yw, box, 1, 0, opts)
-                run(torch.cat([Xw, cand]), torch.cat([Yw, Yw[:1]]), box, 1, 0, opts)
+                cand = run.propose(Xw, Yw, box, 1, 0, opts).candidates
+                X2, Y2 = torch.cat([Xw, cand]), torch.cat([Yw, Yw[:1]])
+                proposal = run.propose(X2, Y2, box, 1, 0, opts)
                 kernel = run.previous.model.covar_module
                 self.assertIsInstance(kernel, ScaleKernel)
                 self.assertTrue(run.previous.carried_state)
-                self.assertEqual(len(run.diagnostics["lengthscales"]), n_lengthscales)
+                lengthscales = proposal.diagnostics["lengthscales"]
+                self.assertEqual(len(lengthscales), n_lengthscales)
                 proposals.append(cand)
                 kernels.append(kernel)
             self.assertTrue(torch.equal(proposals[0], proposals[1]))
@@ -215,10 +217,10 @@ class TestEULBOAblations(BotorchTestCase):
             (ablations.elbo_svgp_iso_prior_scaled, "ScaleKernel"),
         ):
             run = method.new_run()
-            run(Xw, Yw, box, 1, 0, opts)
+            proposal = run.propose(Xw, Yw, box, 1, 0, opts)
             kernel = run.previous.model.covar_module
             self.assertEqual(type(kernel).__name__, outer)
-            self.assertEqual(len(run.diagnostics["lengthscales"]), 1)
+            self.assertEqual(len(proposal.diagnostics["lengthscales"]), 1)
         # The scaled version keeps the prior on its base kernel's lengthscale.
         self.assertAlmostEqual(
             kernel.base_kernel.lengthscale_prior.scale.item(), math.sqrt(3), places=5
@@ -235,4 +237,4 @@ class TestEULBOAblations(BotorchTestCase):
         spec = "benchmarks.bock.ablations:bock_direction"
         self.addCleanup(_forget, spec)
         self.assertIs(get_method(spec), bock_ablations.bock_direction)
-        self.assertNotIn(spec, SVGP_METHODS)
+        self.assertFalse(get_method(spec).standardizes_outcomes)

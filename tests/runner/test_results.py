@@ -9,19 +9,15 @@ from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.runner.checkpoint import state_path
 from botorch_ext.runner.loop import RunConfig, run_bo
+from botorch_ext.runner.metadata import config_differences, run_metadata
 from botorch_ext.runner.results import (
-    FIXED_COLUMNS,
-    SCHEMA_VERSION,
     CsvWriter,
-    columns,
-    config_differences,
-    holding_interrupts,
     load_results,
     open_output,
-    parse_row,
     read_results,
-    run_metadata,
 )
+from botorch_ext.runner.schema import FIXED_COLUMNS, SCHEMA_VERSION, columns, parse_row
+from botorch_ext.runner.signals import holding_interrupts
 
 CONFIG = {"command": "run", "problem": "branin", "budget": 5, "options": {"q": 1}}
 

@@ -7,16 +7,15 @@ from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.sgmcmc import run_and_score_arm as exported
 from botorch_ext.sgmcmc import samplers
-from botorch_ext.sgmcmc.mamba import (
+from botorch_ext.sgmcmc.arms import (
     ArmSettings,
     MambaArm,
     arm_settings,
-    mamba,
     mamba_arms,
-    round_budgets,
     run_and_score_arm,
     stein_metric,
 )
+from botorch_ext.sgmcmc.mamba import mamba, round_budgets
 from botorch_ext.sgmcmc.samplers import (
     SamplerState,
     log_posterior_gradient,
@@ -462,3 +461,19 @@ class TestRunAndScoreArm(BotorchTestCase):
                 run_and_score_arm(self.grad, self.t_map, **kwargs)
         with self.assertRaisesRegex(ValueError, "metric"):
             stein_metric(self.t_map.unsqueeze(0), lambda s: s, metric="mmd")
+
+
+class TestMovedArmNames(BotorchTestCase):
+    def test_arm_names_from_mamba_warn_and_resolve(self):
+        import importlib
+
+        import botorch_ext.sgmcmc.arms as arms
+
+        # The package's `mamba` is the function: take the module by name.
+        mamba_module = importlib.import_module("botorch_ext.sgmcmc.mamba")
+
+        for name in ("MambaArm", "stein_metric", "run_and_score_arm"):
+            with self.assertWarnsRegex(DeprecationWarning, "sgmcmc.arms"):
+                self.assertIs(getattr(mamba_module, name), getattr(arms, name))
+        with self.assertRaises(AttributeError):
+            _ = mamba_module.no_such_name

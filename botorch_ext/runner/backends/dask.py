@@ -51,7 +51,7 @@ from botorch_ext.runner.backends.streaming import (
 )
 from botorch_ext.runner.evaluation import FaultPolicy
 from botorch_ext.runner.loop import RunConfig, run_bo
-from botorch_ext.runner.results import holding_interrupts
+from botorch_ext.runner.signals import holding_interrupts
 
 #: How long a client waits to reach an existing scheduler.
 CONNECT_TIMEOUT = "20s"

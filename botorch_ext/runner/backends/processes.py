@@ -36,7 +36,7 @@ from botorch_ext.runner.backends.streaming import (
 )
 from botorch_ext.runner.evaluation import FaultPolicy
 from botorch_ext.runner.loop import RunConfig, run_bo
-from botorch_ext.runner.results import holding_interrupts
+from botorch_ext.runner.signals import holding_interrupts
 
 
 class WorkersLost(RuntimeError):

@@ -1,6 +1,4 @@
-# Over 500 lines: one argparse front end, a parser and a handler per subcommand and
-# the map from library errors to flags; split, one command would span several files.
-r"""Command-line front end: parse, validate, call the runner, print.
+r"""Command-line front end: parse, validate, call the runner's commands.
 
 Subcommands: ``problems`` and ``methods`` (list them), ``run`` (one BO loop),
 ``compare`` (methods x seeds, in worker processes or on Dask, with a summary
@@ -15,49 +13,43 @@ with a one-line message naming the ``--resume`` command and exit status 1. An
 output directory holding results is refused unless ``--resume`` (continue it) or
 ``--overwrite`` (start afresh) is given. The library's errors name its arguments
 (``n_init``); they are reported here as flags (``--n-init``).
+
+This module parses and validates; what each subcommand then does is in
+``botorch_ext.runner.commands``. ``botorch-ext`` and ``python -m botorch_ext``
+reach ``main`` through ``botorch_ext.console``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from botorch_ext import __version__
 from botorch_ext.runner.backends.dask import RunFailedOnWorkers, SchedulerLost
 from botorch_ext.runner.backends.processes import WorkersLost
+from botorch_ext.runner.commands import (
+    compare_command,
+    demo_command,
+    methods_command,
+    plot_command,
+    problems_command,
+    run_command,
+    summary_command,
+)
 from botorch_ext.runner.compare import BACKENDS
 from botorch_ext.runner.errors import ArgumentError
 from botorch_ext.runner.evaluation import ON_ERROR, EvaluationFailed, FaultPolicy
+from botorch_ext.runner.initial_conditions import INITIAL_CONDITIONS
 from botorch_ext.runner.loop import INITS, RunConfig
-from botorch_ext.runner.methods import (
-    INITIAL_CONDITIONS,
-    METHOD_SUMMARIES,
-    METHODS,
-    OUTCOME_TRANSFORMS,
-    MethodOptions,
-    get_method,
-)
-from botorch_ext.runner.problems import PROBLEMS, botorch_function_names, get_problem
-
-#: The ``demo`` comparison: small enough for about two minutes on 2 cores.
-DEMO: dict[str, Any] = {
-    "problem": "hartmann6",
-    "methods": ("sobol", "qlogei", "qucb", "qlogsoftpi", "qes"),
-    "seeds": (0, 1, 2, 3),
-    "budget": 40,
-    "n_init": 10,
-    "q": 3,
-    "num_restarts": 4,
-    "raw_samples": 256,
-}
-
+from botorch_ext.runner.methods import get_method
+from botorch_ext.runner.options import MethodOptions
+from botorch_ext.runner.problems import PROBLEMS, get_problem
+from botorch_ext.runner.transforms import OUTCOME_TRANSFORMS
 
 #: The flag of each argument name the library's ``ArgumentError`` uses.
 FLAGS = {
@@ -377,18 +369,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     if args.command == "problems":
-        return _problems()
+        return problems_command()
     if args.command == "methods":
-        return _methods()
+        return methods_command()
     try:
         if args.command == "plot":
-            return _plot(args.dirs, args.output, args.band)
+            return plot_command(args.dirs, args.output, args.band)
         if args.command == "summary":
-            return _summary(args.dirs)
+            return summary_command(args.dirs)
         reuse = {"resume": args.resume, "overwrite": args.overwrite}
         if args.command == "run":
             config = _config(args, method=args.method, seed=args.seed)
-            return _run(
+            return run_command(
                 config,
                 _output_dir(args.output),
                 args.threads,
@@ -397,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "compare":
             config = _config(args, method=args.methods[0], seed=0)
-            return _compare(
+            return compare_command(
                 config,
                 args.methods,
                 args.seeds,
@@ -411,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 **reuse,
             )
         if args.command == "demo":
-            return _demo(args.workers, _output_dir(args.output), **reuse)
+            return demo_command(args.workers, _output_dir(args.output), **reuse)
     except (EvaluationFailed, SchedulerLost, WorkersLost, RunFailedOnWorkers) as e:
         print(
             f"botorch-ext: {e}; the rows so far are kept; continue with: "
@@ -502,288 +494,6 @@ def _output_dir(path: str) -> Path:
             f"output directory {path!r} is not writable ({e.strerror})"
         ) from e
     return out
-
-
-def _problems() -> int:
-    print(
-        f"{'problem':<20}{'dim':>5}  {'optimum':>10}  {'sense':<9}{'native domain':<20}"
-        "scalable"
-    )
-    for name, entry in PROBLEMS.items():
-        p = get_problem(name)
-        scalable = "no" if entry.fixed_dim else f"yes (--dim >= {entry.min_dim})"
-        print(
-            f"{name:<20}{p.dim:>5}  {p.optimal_value:>10.6g}  {p.sense:<9}"
-            f"{p.domain:<20}{scalable}"
-        )
-    print(
-        "also botorch:NAME, any of: "
-        + ", ".join(botorch_function_names())
-        + " (--dim where it takes one; BoTorch's bounds and optimum), and "
-        "module:callable, your own SyntheticTestFunction subclass or factory"
-    )
-    print("every problem is exposed to BoTorch on [0, 1]^d")
-    return 0
-
-
-def _methods() -> int:
-    width = max(map(len, METHODS)) + 2
-    for name, summary in METHOD_SUMMARIES.items():
-        print(f"{name:<{width}}{summary}")
-    print(
-        "also module:attribute, a method in an importable module (see "
-        "botorch_ext.runner.methods.register_method)"
-    )
-    return 0
-
-
-def _run(
-    config: RunConfig,
-    out: Path,
-    threads: int,
-    resume: bool,
-    overwrite: bool,
-    faults: FaultPolicy | None = None,
-) -> int:
-    import torch
-    from tqdm import tqdm
-
-    from botorch_ext.runner.checkpoint import state_path
-    from botorch_ext.runner.loop import run_bo
-    from botorch_ext.runner.problems import get_problem
-    from botorch_ext.runner.results import open_output
-
-    torch.set_num_threads(threads)
-    faults = FaultPolicy() if faults is None else faults
-    settings = {
-        "command": "run",
-        **config.to_dict(),
-        "threads": threads,
-        **_fault_settings(faults),
-    }
-    dim = get_problem(config.problem, config.dim).dim
-    output = open_output(out, settings, dim, resume=resume, overwrite=overwrite)
-    stored = output.stored_rows
-    bar = tqdm(
-        total=config.budget,
-        initial=min(len(stored), config.budget),
-        desc=f"{config.method} on {config.problem}",
-        unit="eval",
-    )
-
-    def on_row(row: dict) -> None:
-        output.writer.write(row)
-        bar.update(1)
-        if row["best_value"] != "":
-            bar.set_postfix(best=f"{row['best_value']:.5g}")
-
-    status = "interrupted"
-    try:
-        rows = run_bo(
-            config,
-            on_row=on_row,
-            stored_rows=stored,
-            faults=faults,
-            state_path=state_path(out, config.method, config.seed),
-        )
-        status = "finished"
-    finally:
-        bar.close()
-        output.close(status)
-    last = rows[-1]
-    failed = sum(r["status"] != "ok" for r in rows)
-    best = (
-        "no successful evaluation"
-        if last["best_value"] == ""
-        else f"best value {last['best_value']:.6g} (regret {last['regret']:.3g})"
-    )
-    print(
-        f"{best} after {last['n_evals']} evaluations ({failed} failed), "
-        f"{last['seconds']:.1f} s; results in {out}"
-    )
-    return 0
-
-
-def _fault_settings(faults: FaultPolicy) -> dict:
-    return {"on_error": faults.on_error, "eval_timeout": faults.eval_timeout}
-
-
-def _compare(
-    config: RunConfig,
-    methods: list[str],
-    seeds: list[int],
-    workers: int,
-    out: Path,
-    threads: int = 1,
-    resume: bool = False,
-    overwrite: bool = False,
-    backend: str = "processes",
-    scheduler: str | None = None,
-    band: str = "se",
-    faults: FaultPolicy | None = None,
-) -> int:
-    import torch
-    from tqdm import tqdm
-
-    from botorch_ext.runner.compare import format_summary, run_grid, summarize
-    from botorch_ext.runner.plotting import BANDS, plot_regret
-    from botorch_ext.runner.results import open_output, redact
-
-    if band not in BANDS:
-        raise ValueError(f"unknown band {band!r}; choose from {', '.join(BANDS)}")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
-    if backend not in BACKENDS:
-        raise ValueError(
-            f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}"
-        )
-    if scheduler is not None and backend != "dask":
-        raise ValueError("--scheduler needs --backend dask")
-    for method in methods:
-        replace(config, method=method).validate()
-    torch.set_num_threads(threads)
-    run_settings = config.to_dict()
-    del run_settings["method"], run_settings["seed"]  # the grid's are below
-    settings = {
-        "command": "compare",
-        **run_settings,
-        "methods": methods,
-        "seeds": seeds,
-        "threads": threads,
-        "workers": workers,
-        "backend": backend,
-        "scheduler": None if scheduler is None else redact(scheduler),
-        **_fault_settings(FaultPolicy() if faults is None else faults),
-    }
-    problem = get_problem(config.problem, config.dim)
-    output = open_output(out, settings, problem.dim, resume=resume, overwrite=overwrite)
-    bar = tqdm(total=len(methods) * len(seeds), desc="runs", unit="run")
-    title = f"{problem.name}, dim {problem.dim}"
-    seen = list(output.stored_rows)
-
-    def on_row(row: dict) -> None:
-        output.writer.write(row)
-        seen.append(row)
-
-    def on_run_done(done: RunConfig) -> None:
-        bar.update(1)
-        bar.set_postfix(last=f"{done.method}/seed {done.seed}")
-
-    notes: list[str] = []
-
-    def log(message: str) -> None:
-        notes.append(message)
-        tqdm.write(f"note: {message}", file=sys.stderr)
-
-    status = "interrupted"
-    try:
-        rows = run_grid(
-            config,
-            methods,
-            seeds,
-            workers,
-            on_row=on_row,
-            on_run_done=on_run_done,
-            stored_rows=output.stored_rows,
-            threads=threads,
-            backend=backend,
-            scheduler=scheduler,
-            faults=faults,
-            log=log,
-            state_dir=out,
-        )
-        status = "finished"
-    finally:
-        bar.close()
-        if notes:
-            output.config["fault_notes"] = output.config.get("fault_notes", []) + notes
-        output.close(status)
-        if status == "interrupted" and seen:
-            # The plot of an interrupted grid shows what it kept; a failure to
-            # draw must not hide the interrupt (or error) being raised.
-            try:
-                plot_regret(seen, out / "regret.png", title=title, band=band)
-            except Exception as e:  # pragma: no cover (a drawing failure)
-                print(f"no regret.png: {e}", file=sys.stderr)
-    print(f"\n{problem.name} (dim {problem.dim}, optimum {problem.optimal_value:g})")
-    print(format_summary(summarize(rows)))
-    if notes:
-        print(f"\n{len(notes)} fault notes (also in config.json):")
-        print("\n".join(f"- {n}" for n in notes))
-    plot_regret(rows, out / "regret.png", title=title, band=band)
-    print(f"\nresults: {out / 'results.csv'}; plot: {out / 'regret.png'}")
-    return 0
-
-
-def _by_problem(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:
-    groups: dict[tuple[str, int], list[dict]] = {}
-    for row in rows:
-        groups.setdefault((row["problem"], row["dim"]), []).append(row)
-    return groups
-
-
-def _plot(dirs: list[str], output: Path | None, band: str) -> int:
-    from botorch_ext.runner.plotting import BANDS, plot_regret
-    from botorch_ext.runner.results import load_results
-
-    if band not in BANDS:
-        raise ValueError(f"unknown band {band!r}; choose from {', '.join(BANDS)}")
-    groups = _by_problem(load_results([Path(d) for d in dirs]))
-    if len(groups) != 1:
-        held = ", ".join(f"{p} (dim {d})" for p, d in groups) or "no rows"
-        raise ValueError(f"the directories hold {held}; plot one problem at a time")
-    (((name, dim), rows),) = groups.items()
-    path = output if output is not None else Path(dirs[0]) / "regret.png"
-    try:
-        plot_regret(rows, path, title=f"{name}, dim {dim}", band=band)
-    except OSError as e:
-        flag = "" if output is None else "argument --output: "
-        raise ValueError(f"{flag}cannot write {str(path)!r} ({e.strerror})") from e
-    print(f"plot: {path}")
-    return 0
-
-
-def _summary(dirs: list[str]) -> int:
-    from botorch_ext.runner.compare import format_summary, summarize
-    from botorch_ext.runner.plotting import run_settings
-    from botorch_ext.runner.results import load_results
-
-    groups = _by_problem(load_results([Path(d) for d in dirs]))
-    if not groups:
-        raise ValueError(f"no result rows in {', '.join(map(repr, dirs))}")
-    for (name, dim), rows in groups.items():
-        s = run_settings(rows)
-        print(
-            f"{name} (dim {dim}): budget {s['budget']}, n-init {s['n_init']}, "
-            f"q {s['q']}, outcome transform {s['outcome_transform']}, "
-            f"{s['seeds']} seeds"
-        )
-        print(format_summary(summarize(rows)))
-        print()
-    return 0
-
-
-def _demo(workers: int, out: Path, resume: bool, overwrite: bool) -> int:
-    config = RunConfig(
-        problem=DEMO["problem"],
-        method=DEMO["methods"][0],
-        budget=DEMO["budget"],
-        n_init=DEMO["n_init"],
-        q=DEMO["q"],
-        options=MethodOptions(
-            num_restarts=DEMO["num_restarts"], raw_samples=DEMO["raw_samples"]
-        ),
-    )
-    workers = max(1, min(workers, os.cpu_count() or 1))
-    return _compare(
-        config,
-        list(DEMO["methods"]),
-        list(DEMO["seeds"]),
-        workers,
-        out,
-        resume=resume,
-        overwrite=overwrite,
-    )
 
 
 if __name__ == "__main__":  # pragma: no cover
