@@ -13,8 +13,14 @@ from botorch_ext.acquisition import (
     qSoftPI,
     qUCB,
 )
+from botorch_ext.eulbo import (
+    EULBO,
+    EULBOModel,
+    EULBOOptions,
+    fit_elbo,
+    optimize_eulbo,
+)
 from botorch_ext.kernels import CylindricalKernel
-from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import TurboState
 from botorch_ext.sgmcmc import (
     SGMCMCFullyBayesianSingleTaskGP,
@@ -34,15 +40,18 @@ except PackageNotFoundError:  # running from a source tree without installing
 __all__ = [
     "__version__",
     "CylindricalKernel",
+    "EULBO",
     "EULBOModel",
     "EULBOOptions",
     "SGMCMCFullyBayesianSingleTaskGP",
     "TurboState",
     "draw_representer_points",
     "finite_set_stein_discrepancy",
+    "fit_elbo",
     "fit_fully_bayesian_model_sgmcmc",
     "kernel_stein_discrepancy",
     "mamba",
+    "optimize_eulbo",
     "qES",
     "qLogSoftKG",
     "qLogSoftPI",

@@ -7,6 +7,7 @@ next, optionally in a TuRBO trust region.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable
@@ -17,15 +18,18 @@ from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 from gpytorch.likelihoods import GaussianLikelihood
 from torch import Tensor
 
-from botorch_ext.kernels.utils import kernel_lengthscale
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.models.eulbo_options import AUTHORS_WINDOW
-from botorch_ext.optim import (
+from botorch_ext.eulbo import (
+    AUTHORS_WINDOW,
+    EULBO,
+    EULBOModel,
+    EULBOOptions,
     fit_elbo,
-    ignore_optimize_acqf_retry_warnings,
     optimize_eulbo,
+    warm_start,
 )
-from botorch_ext.optim.optimize import warm_start
+from botorch_ext.eulbo.model import MOVED_SETTINGS
+from botorch_ext.kernels.utils import kernel_lengthscale
+from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
 from botorch_ext.runner.options import Method, iteration_seed
 from botorch_ext.runner.transforms import StandardizeOnce
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
@@ -64,13 +68,14 @@ class SVGPMethod:
             ELBO baseline (``fit_elbo``, then ``qLogExpectedImprovement`` under
             the SVGP).
         turbo: Restrict proposals to a TuRBO trust region.
-        eulbo_options: Further ``EULBOOptions`` settings under their flat
-            names (``EULBOOptions.from_flat``, e.g.
-            ``{"elbo_optimizer": "lbfgs"}``); the runner's ``num_restarts``
-            and ``raw_samples`` are always passed.
+        eulbo_options: Deprecated (0.2.0): settings under the flat names of
+            0.1.0 (``FLAT_FIELDS``); pass ``options`` instead.
         model_kwargs: Further ``EULBOModel`` arguments of the first model
-            (e.g. ``{"utility_weight": 0.0}``); ``carry_over`` keeps them.
-            Each run gets its own copy.
+            (e.g. ``{"carry_state": False}``); ``carry_over`` keeps them.
+            Each run gets its own copy. The settings that moved out of the
+            model in 0.2.0 (``elbo_scale``, ``utility_weight``,
+            ``alternation``) are still read here, with a
+            ``DeprecationWarning``, into ``objective`` and ``options``.
         kernel: Makes the SVGP's kernel for ``d``-dimensional inputs (called
             once per run, at its first model; ``carry_over`` copies it on);
             ``None`` for ``EULBOModel``'s default. The runner's registered
@@ -85,10 +90,14 @@ class SVGPMethod:
             standardized once by the initial design (``StandardizeOnce``), and,
             with ``turbo``, their trust region: a failure tolerance of 32
             batches and a plain cube (no lengthscale weighting).
-            ``eulbo_options``, ``model_kwargs`` and ``kernel`` must then be
-            left out, and the runner's ``num_restarts`` and ``raw_samples``
+            ``eulbo_options``, ``model_kwargs``, ``kernel``, ``options`` and
+            ``objective`` must then be left out, and the runner's ``num_restarts`` and ``raw_samples``
             give way to the preset's 10 and 256. None (the default): the
             package's own settings.
+        options: The ``EULBOOptions`` of ``fit_elbo`` and ``optimize_eulbo``;
+            the runner's ``num_restarts`` and ``raw_samples`` replace their
+            ``warm_start`` budget. ``EULBOOptions()`` if None.
+        objective: The ``EULBO`` objective; ``EULBO()`` if None.
     """
 
     def __init__(
@@ -99,20 +108,29 @@ class SVGPMethod:
         model_kwargs: dict | None = None,
         kernel: Callable[[int], Kernel] | None = None,
         preset: str | None = None,
+        options: EULBOOptions | None = None,
+        objective: EULBO | None = None,
     ) -> None:
         r"""Store the settings; see the class docstring for the args."""
         if preset not in (None, "authors"):
             raise ValueError(f"`preset` must be None or 'authors', got {preset!r}.")
-        if preset is not None and (eulbo_options or model_kwargs or kernel):
+        given = eulbo_options or model_kwargs or kernel or options or objective
+        if preset is not None and given:
             raise ValueError(
                 "`preset='authors'` sets the options, model and kernel itself; "
-                "leave out `eulbo_options`, `model_kwargs` and `kernel`."
+                "leave out `eulbo_options`, `model_kwargs`, `kernel`, `options` "
+                "and `objective`."
             )
         self.utility = utility
         self.kernel = kernel
         self.turbo = turbo
-        self.eulbo_options = dict(eulbo_options or {})
         self.model_kwargs = dict(model_kwargs or {})
+        self.options, self.objective = _moved_settings(
+            options or EULBOOptions(),
+            objective or EULBO(),
+            dict(eulbo_options or {}),
+            self.model_kwargs,
+        )
         self.preset = preset
 
     def new_run(self) -> Method:
@@ -123,7 +141,8 @@ class SVGPMethod:
         return _SVGPRun(
             self.utility,
             self.turbo,
-            self.eulbo_options,
+            self.options,
+            self.objective,
             copy.deepcopy(self.model_kwargs),
             self.kernel,
         )
@@ -134,12 +153,51 @@ class SVGPMethod:
         return self.new_run()(train_X, train_Y, bounds, q, seed, options)
 
 
+def _moved_settings(
+    options: EULBOOptions,
+    objective: EULBO,
+    flat: dict,
+    model_kwargs: dict,
+) -> tuple[EULBOOptions, EULBO]:
+    r"""Fold the deprecated flat options and model settings into the grouped form."""
+    if flat:
+        warnings.warn(
+            "SVGPMethod(eulbo_options=...) with the flat names of 0.1.0 is "
+            "deprecated; pass options=EULBOOptions(...).",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            options = options.replace(**flat)
+    moved = {k: model_kwargs.pop(k) for k in list(model_kwargs) if k in MOVED_SETTINGS}
+    if not moved:
+        return options, objective
+    warnings.warn(
+        f"SVGPMethod(model_kwargs=...) with {sorted(moved)} is deprecated: "
+        "EULBOModel holds no fit settings since 0.2.0; pass objective=EULBO(...) "
+        "or options=EULBOOptions(...).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if "alternation" in moved:
+        joint = dataclasses.replace(options.joint, alternation=moved["alternation"])
+        options = options.replace(joint=joint)
+    if "options" in moved:
+        options = moved["options"]
+    fields = {k: moved[k] for k in ("elbo_scale", "utility_weight", "incumbent")}
+    return options, dataclasses.replace(
+        objective, **{k: v for k, v in fields.items() if k in moved}
+    )
+
+
 class _SVGPRun(TrustRegion):
     def __init__(
         self,
         utility: str | None,
         turbo: bool,
-        eulbo_options: dict | None = None,
+        settings: EULBOOptions | None = None,
+        objective: EULBO | None = None,
         model_kwargs: dict | None = None,
         kernel: Callable[[int], Kernel] | None = None,
     ) -> None:
@@ -147,7 +205,8 @@ class _SVGPRun(TrustRegion):
         self.kernel = kernel
         self.utility = utility
         self.turbo = turbo
-        self.eulbo_options = eulbo_options or {}
+        self.settings = EULBOOptions() if settings is None else settings
+        self.objective = EULBO() if objective is None else objective
         self.model_kwargs = model_kwargs or {}
         self.previous: EULBOModel | None = None
         self.diagnostics: dict = {}
@@ -165,16 +224,18 @@ class _SVGPRun(TrustRegion):
                 train_X,
                 train_Y,
                 num_inducing_points=options.num_inducing_points,
-                options=EULBOOptions.from_flat(
-                    num_restarts=options.num_restarts,
-                    raw_samples=options.raw_samples,
-                    **self.eulbo_options,
-                ),
                 **self.model_kwargs,
                 **kernel_kwargs,
             )
         else:
             model = self.previous.carry_over(train_X, train_Y)
+        settings = self.settings.replace(
+            warm_start=dataclasses.replace(
+                self.settings.warm_start,
+                num_restarts=options.num_restarts,
+                raw_samples=options.raw_samples,
+            )
+        )
         region = bounds
         if self.turbo:
             # The box's lengthscales come from the previous fit (or the prior's
@@ -185,7 +246,7 @@ class _SVGPRun(TrustRegion):
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
-                fit_elbo(model, seed=seed_i)
+                fit_elbo(model, settings, self.objective, seed=seed_i)
                 self.timings = {"fit_seconds": time.monotonic() - tic}
                 candidates = maximize_qlogei(model, train_Y, region, q, options)
             else:
@@ -194,14 +255,22 @@ class _SVGPRun(TrustRegion):
                 # acquisition.
                 self.timings = {"fit_seconds": time.monotonic() - tic}
                 candidates, _ = optimize_eulbo(
-                    model, region, q=q, utility=self.utility, seed=seed_i
+                    model,
+                    region,
+                    q=q,
+                    utility=self.utility,
+                    seed=seed_i,
+                    options=settings,
+                    objective=self.objective,
                 )
         self.diagnostics = model.diagnostics()
         if self.utility is None and q == 1:
             # The same utility term EULBO maximizes, for comparison in the logs.
             with torch.no_grad():
-                self.diagnostics["utility"] = model.expected_log_utility(
-                    candidates.detach().unsqueeze(0)
+                self.diagnostics["utility"] = self.objective.expected_log_utility(
+                    model,
+                    candidates.detach().unsqueeze(0),
+                    num_quadrature_points=settings.utility.num_quadrature_points,
                 ).item()
         self.previous = model
         self.n_seen = train_Y.shape[0]
@@ -229,18 +298,16 @@ class _AuthorsSVGPRun(_SVGPRun):
             self.outcome_transform.train()
             self.outcome_transform(train_Y)
         X, Y = train_X[-AUTHORS_WINDOW:], train_Y[-AUTHORS_WINDOW:]
-        incumbent = float(train_Y.max())
+        # The per-datum ELBO of the window, the incumbent over all the data.
+        objective = EULBO(elbo_scale="mean", incumbent=float(train_Y.max()))
         if self.previous is None:
             model = EULBOModel(
                 X,
                 Y,
                 num_inducing_points=options.num_inducing_points,
-                elbo_scale="mean",
-                options=self.options,
                 outcome_transform=self.outcome_transform,
                 covar_module=ScaleKernel(RBFKernel()).to(train_X),
                 likelihood=GaussianLikelihood().to(train_X),
-                incumbent=incumbent,
             )
             # q(u) starts as in the authors' code: GPyTorch initializes it from
             # the prior at the first training step (not at its optimum).
@@ -248,9 +315,6 @@ class _AuthorsSVGPRun(_SVGPRun):
             strategy.variational_params_initialized.fill_(0)
         else:
             model = self.previous.carry_over(X, Y)
-            model.incumbent = model.outcome_transform(train_Y.max().reshape(1, 1))[
-                0
-            ].squeeze()
         region = bounds
         if self.turbo:
             region = self._trust_region(train_X, train_Y, bounds, q, None)
@@ -258,13 +322,26 @@ class _AuthorsSVGPRun(_SVGPRun):
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
-                fit_elbo(model, seed=seed_i)
+                fit_elbo(model, self.options, objective, seed=seed_i)
                 self.timings = {"fit_seconds": time.monotonic() - tic}
-                candidates = warm_start(model, region, q, seed_i)
+                candidates = warm_start(
+                    model,
+                    region,
+                    q,
+                    seed_i,
+                    options=self.options,
+                    objective=objective,
+                )
             else:
                 self.timings = {"fit_seconds": time.monotonic() - tic}
                 candidates, _ = optimize_eulbo(
-                    model, region, q=q, utility=self.utility, seed=seed_i
+                    model,
+                    region,
+                    q=q,
+                    utility=self.utility,
+                    seed=seed_i,
+                    options=self.options,
+                    objective=objective,
                 )
         self.diagnostics = model.diagnostics()
         self.previous = model
