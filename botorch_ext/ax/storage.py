@@ -34,8 +34,8 @@ from botorch.models import SingleTaskVariationalGP
 
 from botorch_ext.ax.acquisition import EULBOAcquisition
 from botorch_ext.ax.surrogate import APPROXIMATE_MLLS
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.models.eulbo_options import FLAT_FIELDS, GROUPS
+from botorch_ext.eulbo import EULBO, EULBOModel, EULBOOptions
+from botorch_ext.eulbo.options import FLAT_FIELDS, GROUPS, options_from_flat
 
 
 def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
@@ -43,8 +43,8 @@ def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
 
     Ax's encoder writes the options group by group (each group a dataclass of
     its own, decoded by ``options_group_from_json``); experiments stored by
-    botorch_ext 0.1.0 hold the flat fields (``FLAT_FIELDS``), which are read as
-    ``EULBOOptions.from_flat`` reads them.
+    botorch_ext 0.1.0 hold the flat fields (``FLAT_FIELDS``), which are read
+    without a warning (``options_from_flat``).
 
     Example:
         >>> eulbo_options_from_json(max_steps=200, joint_parameters=["variational"])
@@ -61,7 +61,7 @@ def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
             f"Stored EULBOOptions has unknown fields {unknown}; this version of "
             "botorch_ext cannot read it."
         )
-    return EULBOOptions.from_flat(**_tuples(fields))
+    return options_from_flat(_tuples(fields))
 
 
 def options_group_from_json(group_class: type) -> Callable[..., Any]:
@@ -113,6 +113,7 @@ def register_storage(
         register_mll(mll_class)
     register_acquisition(EULBOAcquisition)
     CORE_DECODER_REGISTRY[EULBOOptions.__name__] = eulbo_options_from_json
+    CORE_DECODER_REGISTRY[EULBO.__name__] = EULBO
     for group_class in GROUPS.values():
         CORE_DECODER_REGISTRY[group_class.__name__] = options_group_from_json(
             group_class

@@ -167,7 +167,6 @@ class EULBOModel(SingleTaskVariationalGP):
         num_inducing_points: int = 100,
         previous_model: Model | None = None,
         inducing_point_allocator: InducingPointAllocator | None = None,
-        *,
         carry_state: bool = True,
         outcome_transform: OutcomeTransform | None = None,
         input_transform: InputTransform | None = None,
@@ -217,6 +216,9 @@ class EULBOModel(SingleTaskVariationalGP):
             TypeError: For a setting of 0.1.0 or an unknown keyword.
         """
         _refuse_moved_settings(moved_settings)
+        if not isinstance(carry_state, bool):
+            # The sixth positional argument of 0.1.0 was `elbo_scale`.
+            raise TypeError(f"`carry_state` must be a bool, got {carry_state!r}.")
         check_training_data(train_X, train_Y)
         check_positive_int("num_inducing_points", num_inducing_points)
         if previous_model is not None and not isinstance(previous_model, Model):
