@@ -2,6 +2,8 @@ r"""Shared fixtures of the EULBO tests (model, fitting, joint optimization)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from botorch_ext.eulbo import (
@@ -11,6 +13,7 @@ from botorch_ext.eulbo import (
     UtilityOptions,
     WarmStartOptions,
 )
+from botorch_ext.eulbo.options import FLAT_FIELDS
 
 #: Short fits and a small warm start, for tests that only need the mechanics.
 FAST = EULBOOptions(
@@ -27,3 +30,20 @@ def make_data(n=40, d=2, dtype=torch.double, seed=0):
     X = torch.rand(n, d, generator=gen, dtype=torch.double)
     Y = torch.sin(5 * X).sum(-1, keepdim=True) - ((X - 0.7) ** 2).sum(-1, keepdim=True)
     return X.to(dtype), Y.to(dtype)
+
+
+def settings(base: EULBOOptions, **flat) -> EULBOOptions:
+    r"""``base`` with some settings changed, named as ``FLAT_FIELDS`` names them.
+
+    A test shorthand for ``base.replace(group=dataclasses.replace(...))``.
+    """
+    changes: dict = {}
+    for name, value in flat.items():
+        group, key = FLAT_FIELDS[name]
+        changes.setdefault(group, {})[key] = value
+    top = changes.pop(None, {})
+    groups = {
+        group: dataclasses.replace(getattr(base, group), **values)
+        for group, values in changes.items()
+    }
+    return dataclasses.replace(base, **groups, **top)
