@@ -164,8 +164,6 @@ def _optimize_eulbo(
         )
     if refit:
         fit_elbo(model, options, objective, seed=seed)
-    else:
-        options.validate()
     # For "kg", x holds the q candidates followed by the S free points x'_i.
     x0 = warm_start(
         model, bounds, q, seed, utility, base_samples, options=options, objective=objective
