@@ -125,12 +125,18 @@ class SVGPMethod:
         self.kernel = kernel
         self.turbo = turbo
         self.model_kwargs = dict(model_kwargs or {})
-        self.options, self.objective = _moved_settings(
-            options or EULBOOptions(),
-            objective or EULBO(),
-            dict(eulbo_options or {}),
-            self.model_kwargs,
-        )
+        self.eulbo_options = dict(eulbo_options or {})
+        moved = sorted(set(self.model_kwargs) & set(MOVED_SETTINGS))
+        if self.eulbo_options or moved:
+            warnings.warn(
+                "SVGPMethod(eulbo_options=...) with the flat names of 0.1.0 and "
+                f"model_kwargs with the settings {moved} are deprecated: "
+                "EULBOModel holds no fit settings since 0.2.0; pass "
+                "options=EULBOOptions(...) and objective=EULBO(...).",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        self.options, self.objective = options, objective
         self.preset = preset
 
     def new_run(self) -> Method:
@@ -138,13 +144,12 @@ class SVGPMethod:
         # A copy per run: a kernel passed as `covar_module` holds fitted state.
         if self.preset == "authors":
             return _AuthorsSVGPRun(self.utility, self.turbo)
+        model_kwargs = copy.deepcopy(self.model_kwargs)
+        options, objective = _settings(
+            self.options, self.objective, self.eulbo_options, model_kwargs
+        )
         return _SVGPRun(
-            self.utility,
-            self.turbo,
-            self.options,
-            self.objective,
-            copy.deepcopy(self.model_kwargs),
-            self.kernel,
+            self.utility, self.turbo, options, objective, model_kwargs, self.kernel
         )
 
     def __call__(self, train_X, train_Y, bounds, q, seed, options) -> Tensor:
@@ -153,42 +158,32 @@ class SVGPMethod:
         return self.new_run()(train_X, train_Y, bounds, q, seed, options)
 
 
-def _moved_settings(
-    options: EULBOOptions,
-    objective: EULBO,
+def _settings(
+    options: EULBOOptions | None,
+    objective: EULBO | None,
     flat: dict,
     model_kwargs: dict,
 ) -> tuple[EULBOOptions, EULBO]:
-    r"""Fold the deprecated flat options and model settings into the grouped form."""
+    r"""The run's options and objective, the deprecated forms folded in.
+
+    ``flat``: settings under the flat names of 0.1.0; ``model_kwargs``: the
+    settings that ``EULBOModel`` took before 0.2.0 are popped from it.
+    """
+    options = EULBOOptions() if options is None else options
+    objective = EULBO() if objective is None else objective
     if flat:
-        warnings.warn(
-            "SVGPMethod(eulbo_options=...) with the flat names of 0.1.0 is "
-            "deprecated; pass options=EULBOOptions(...).",
-            DeprecationWarning,
-            stacklevel=3,
-        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             options = options.replace(**flat)
     moved = {k: model_kwargs.pop(k) for k in list(model_kwargs) if k in MOVED_SETTINGS}
-    if not moved:
-        return options, objective
-    warnings.warn(
-        f"SVGPMethod(model_kwargs=...) with {sorted(moved)} is deprecated: "
-        "EULBOModel holds no fit settings since 0.2.0; pass objective=EULBO(...) "
-        "or options=EULBOOptions(...).",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+    if "options" in moved:
+        options = moved["options"]
     if "alternation" in moved:
         joint = dataclasses.replace(options.joint, alternation=moved["alternation"])
         options = options.replace(joint=joint)
-    if "options" in moved:
-        options = moved["options"]
-    fields = {k: moved[k] for k in ("elbo_scale", "utility_weight", "incumbent")}
-    return options, dataclasses.replace(
-        objective, **{k: v for k, v in fields.items() if k in moved}
-    )
+    fields = ("elbo_scale", "utility_weight", "incumbent")
+    changes = {k: moved[k] for k in fields if k in moved}
+    return options, dataclasses.replace(objective, **changes) if changes else objective
 
 
 class _SVGPRun(TrustRegion):
@@ -205,7 +200,9 @@ class _SVGPRun(TrustRegion):
         self.kernel = kernel
         self.utility = utility
         self.turbo = turbo
-        self.settings = EULBOOptions() if settings is None else settings
+        self.base_options = EULBOOptions() if settings is None else settings
+        #: The options and objective of the last proposal.
+        self.options = self.base_options
         self.objective = EULBO() if objective is None else objective
         self.model_kwargs = model_kwargs or {}
         self.previous: EULBOModel | None = None
@@ -229,13 +226,14 @@ class _SVGPRun(TrustRegion):
             )
         else:
             model = self.previous.carry_over(train_X, train_Y)
-        settings = self.settings.replace(
+        settings = self.base_options.replace(
             warm_start=dataclasses.replace(
-                self.settings.warm_start,
+                self.base_options.warm_start,
                 num_restarts=options.num_restarts,
                 raw_samples=options.raw_samples,
             )
         )
+        self.options = settings
         region = bounds
         if self.turbo:
             # The box's lengthscales come from the previous fit (or the prior's
@@ -300,6 +298,7 @@ class _AuthorsSVGPRun(_SVGPRun):
         X, Y = train_X[-AUTHORS_WINDOW:], train_Y[-AUTHORS_WINDOW:]
         # The per-datum ELBO of the window, the incumbent over all the data.
         objective = EULBO(elbo_scale="mean", incumbent=float(train_Y.max()))
+        self.objective = objective
         if self.previous is None:
             model = EULBOModel(
                 X,

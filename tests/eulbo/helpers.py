@@ -47,3 +47,20 @@ def settings(base: EULBOOptions, **flat) -> EULBOOptions:
         for group, values in changes.items()
     }
     return dataclasses.replace(base, **groups, **top)
+
+
+def options_with(**flat):
+    r"""A stand-in for the runner's ``EULBOOptions`` with some settings changed.
+
+    For patching ``botorch_ext.runner.svgp.EULBOOptions`` (short fits in tests):
+    ``EULBOOptions()`` there gives the defaults with ``flat`` applied
+    (``settings``); ``EULBOOptions.authors`` is the real preset.
+    """
+
+    class Options:
+        authors = staticmethod(EULBOOptions.authors)
+
+        def __new__(cls):
+            return settings(EULBOOptions(), **flat)
+
+    return Options
