@@ -12,7 +12,6 @@ from botorch.utils.testing import BotorchTestCase
 
 import botorch_ext.ax
 from botorch_ext.acquisition import qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB
-from botorch_ext.kernels import CylindricalKernel
 from botorch_ext.eulbo import (
     EULBO,
     EULBOModel,
@@ -21,6 +20,7 @@ from botorch_ext.eulbo import (
     StoppingOptions,
     WarmStartOptions,
 )
+from botorch_ext.kernels import CylindricalKernel
 
 DIM = 6
 # Small fits and acquisition budgets: these tests check the Ax integration,

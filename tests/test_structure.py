@@ -171,9 +171,7 @@ class TestStructure(unittest.TestCase):
         graph = import_graph(package_modules())
         own = {t for t in graph["botorch_ext.eulbo.model"] if "eulbo" in t}
         self.assertEqual(own, {"botorch_ext.eulbo.state"})
-        self.assertFalse(
-            {t for t in graph["botorch_ext.eulbo.state"] if "eulbo" in t}
-        )
+        self.assertFalse({t for t in graph["botorch_ext.eulbo.state"] if "eulbo" in t})
 
     def test_the_eulbo_lives_in_its_home(self):
         # Nothing below the EULBO's home (models/, optim/, acquisition/) imports

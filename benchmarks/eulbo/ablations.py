@@ -67,7 +67,9 @@ turbo_eulbo_ei_w0 = SVGPMethod(
     objective=EULBO(utility_weight=0.0),
     kernel=svgp_ard_kernel,
 )
-turbo_eulbo_ei_adam = SVGPMethod("ei", turbo=True, options=_ADAM, kernel=svgp_ard_kernel)
+turbo_eulbo_ei_adam = SVGPMethod(
+    "ei", turbo=True, options=_ADAM, kernel=svgp_ard_kernel
+)
 turbo_elbo_svgp_adam = SVGPMethod(
     None, turbo=True, options=_ADAM, kernel=svgp_ard_kernel
 )

@@ -43,8 +43,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from botorch_ext.eulbo import EULBOModel
-from botorch_ext.eulbo import fit_elbo
+from botorch_ext.eulbo import EULBOModel, fit_elbo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/

@@ -14,7 +14,6 @@ from botorch_ext.acquisition.entropy_search import draw_representer_points, qES
 from botorch_ext.acquisition.probability_of_improvement import qLogSoftPI, qSoftPI
 from botorch_ext.acquisition.soft_kg import qLogSoftKG
 from botorch_ext.acquisition.ucb import qUCB
-
 from botorch_ext.deprecation import moved_name
 
 #: The names of 0.1.0 that moved, and their new module.

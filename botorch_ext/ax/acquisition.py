@@ -222,7 +222,6 @@ class EULBOAcquisition(Acquisition):
         weights = torch.ones(n, dtype=candidates.dtype)
         return candidates, value.detach().reshape(()), weights
 
-
     def _settings(self):
         r"""The ``(EULBOOptions, EULBO)`` of the surrogate's ``EULBOModel`` config."""
         configs = self.surrogate.metric_to_best_model_config

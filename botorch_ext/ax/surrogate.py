@@ -123,7 +123,9 @@ def eulbo_settings(model_config: ModelConfig) -> tuple[EULBOOptions, EULBO]:
     """
     mll_options = model_config.mll_options or {}
     legacy = {
-        k: v for k, v in (model_config.model_options or {}).items() if k in MOVED_SETTINGS
+        k: v
+        for k, v in (model_config.model_options or {}).items()
+        if k in MOVED_SETTINGS
     }
     options = mll_options.get("options", legacy.get("options", EULBOOptions()))
     if isinstance(options, dict):

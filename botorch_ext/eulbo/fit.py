@@ -160,7 +160,9 @@ def _check_settings(options: EULBOOptions, objective: EULBO) -> None:
             f"`options` must be an EULBOOptions, got {type(options).__name__}."
         )
     if not isinstance(objective, EULBO):
-        raise TypeError(f"`objective` must be an EULBO, got {type(objective).__name__}.")
+        raise TypeError(
+            f"`objective` must be an EULBO, got {type(objective).__name__}."
+        )
     options.validate()
 
 

@@ -272,10 +272,7 @@ def _utility_gradient_share(
     model.train()
     elbo = objective.elbo(model, model.train_X_full, model.train_Y_std)
     g_elbo = torch.autograd.grad(elbo, w_params, allow_unused=True)
-    util = (
-        objective.utility_weight
-        * problem.expected_log_utility(X.unsqueeze(0)).sum()
-    )
+    util = objective.utility_weight * problem.expected_log_utility(X.unsqueeze(0)).sum()
     g_util = torch.autograd.grad(util, w_params, allow_unused=True)
 
     def norm(grads) -> float:

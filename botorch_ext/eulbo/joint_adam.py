@@ -42,9 +42,7 @@ from botorch_ext.eulbo.joint import (
 class _AdamJointPhase:
     r"""The pieces of Algorithm 1's alternating minibatch Adam phase."""
 
-    def __init__(
-        self, problem: JointProblem, x0: Tensor, gen: torch.Generator
-    ) -> None:
+    def __init__(self, problem: JointProblem, x0: Tensor, gen: torch.Generator) -> None:
         r"""Set up the optimizers and the fixed check set (drawn from ``gen``)."""
         options, model = problem.options, problem.model
         self.problem, self.options = problem, options
@@ -113,7 +111,13 @@ class _AdamJointPhase:
         objective, clip = self.problem.objective, self.options.adam.grad_clip
         for idx in batches:
             taken = w_step(
-                model, objective, self.opt_w, self.w_params, idx, clip, self.utility_term
+                model,
+                objective,
+                self.opt_w,
+                self.w_params,
+                idx,
+                clip,
+                self.utility_term,
             )
             if taken is None:
                 return steps, True

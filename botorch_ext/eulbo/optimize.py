@@ -133,7 +133,9 @@ def optimize_eulbo(
     options = EULBOOptions() if options is None else options
     objective = EULBO() if objective is None else objective
     with preserved_global_rng(model.train_X_full):
-        return _optimize_eulbo(model, bounds, q, utility, seed, refit, options, objective)
+        return _optimize_eulbo(
+            model, bounds, q, utility, seed, refit, options, objective
+        )
 
 
 def _optimize_eulbo(
@@ -166,7 +168,14 @@ def _optimize_eulbo(
         fit_elbo(model, options, objective, seed=seed)
     # For "kg", x holds the q candidates followed by the S free points x'_i.
     x0 = warm_start(
-        model, bounds, q, seed, utility, base_samples, options=options, objective=objective
+        model,
+        bounds,
+        q,
+        seed,
+        utility,
+        base_samples,
+        options=options,
+        objective=objective,
     )
     problem = JointProblem(model, objective, options, bounds, q, utility, base_samples)
     if options.joint.optimizer == "lbfgs":

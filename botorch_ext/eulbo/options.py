@@ -449,7 +449,7 @@ class EULBOOptions:
 
     @classmethod
     def from_flat(cls, **fields: Any) -> EULBOOptions:
-        r"""Deprecated: build the options from the flat names of 0.1.0 (``FLAT_FIELDS``).
+        r"""Deprecated: the options from the flat names of 0.1.0 (``FLAT_FIELDS``).
 
         Warns with a ``DeprecationWarning``; build the groups instead.
 

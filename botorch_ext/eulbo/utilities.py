@@ -277,9 +277,10 @@ def soft_kg_log_utility(
 
     The one-shot soft-KG term of the EULBO [Maus2024eulbo, eq. 10 and its batch
     version] for a ``LatentSVGPModel``, with ``c+ = best_f`` (the paper's
-    choice is ``y+``, the best transformed training outcome), temperature 1 and BoTorch's
-    ``log_softplus`` (``log_soft_kg``). ``botorch_ext.acquisition.qLogSoftKG``
-    is the same quantity for any Gaussian model, on its outcome scale.
+    choice is ``y+``, the best transformed training outcome), temperature 1
+    and BoTorch's ``log_softplus`` (``log_soft_kg``).
+    ``botorch_ext.acquisition.qLogSoftKG`` is the same quantity for any
+    Gaussian model, on its outcome scale.
 
     Example:
         >>> value = soft_kg_log_utility(model, X, torch.randn(32, 1), y_best)

@@ -1,4 +1,4 @@
-r"""Optimization helpers that are not EULBO: TuRBO trust regions, ``optimize_acqf`` filters.
+r"""Optimization that is not EULBO: TuRBO trust regions, ``optimize_acqf`` filters.
 
 The EULBO's fits (``fit_elbo``, ``optimize_eulbo``, the objective ``eulbo``)
 moved to ``botorch_ext.eulbo`` in 0.2.0; their names here are deprecated

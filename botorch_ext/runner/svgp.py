@@ -91,8 +91,9 @@ class SVGPMethod:
             with ``turbo``, their trust region: a failure tolerance of 32
             batches and a plain cube (no lengthscale weighting).
             ``eulbo_options``, ``model_kwargs``, ``kernel``, ``options`` and
-            ``objective`` must then be left out, and the runner's ``num_restarts`` and ``raw_samples``
-            give way to the preset's 10 and 256. None (the default): the
+            ``objective`` must then be left out, and the runner's
+            ``num_restarts`` and ``raw_samples`` give way to the preset's 10
+            and 256. None (the default): the
             package's own settings.
         options: The ``EULBOOptions`` of ``fit_elbo`` and ``optimize_eulbo``;
             the runner's ``num_restarts`` and ``raw_samples`` replace their

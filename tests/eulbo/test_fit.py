@@ -54,9 +54,7 @@ class TestFitELBO(BotorchTestCase):
             fit_elbo(model, options, seed=0)
             self.assertLess(model.likelihood.noise.item(), 1e-2)
             self.assertTrue(model.last_fit["converged"])
-            self.assertLessEqual(
-                model.last_fit["steps"], options.stopping.max_steps
-            )
+            self.assertLessEqual(model.last_fit["steps"], options.stopping.max_steps)
             with torch.no_grad():
                 rmse = (model.posterior(X).mean - Y).pow(2).mean().sqrt().item()
             # Within 5% of the outcome's standard deviation (an unfitted q(u) at

@@ -11,8 +11,6 @@ from botorch.utils.testing import BotorchTestCase
 from gpytorch.kernels import RBFKernel, ScaleKernel
 from gpytorch.mlls import VariationalELBO
 
-from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior
-from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.eulbo import (
     EULBO,
     AdamOptions,
@@ -24,6 +22,8 @@ from botorch_ext.eulbo import (
     optimize_eulbo,
 )
 from botorch_ext.eulbo.model import MOVED_SETTINGS
+from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior
+from botorch_ext.kernels.utils import kernel_lengthscale
 from tests.eulbo.helpers import FAST
 from tests.eulbo.helpers import make_data as _data
 
@@ -118,9 +118,7 @@ class TestEULBOModel(BotorchTestCase):
                 joint=dataclasses.replace(EULBOOptions().joint, alternation="joint")
             ).validate()
         with self.assertRaisesRegex(ValueError, "`adam.lr_w`"):
-            fit_elbo(
-                EULBOModel(X, Y), EULBOOptions(adam=AdamOptions(lr_w=0.0))
-            )
+            fit_elbo(EULBOModel(X, Y), EULBOOptions(adam=AdamOptions(lr_w=0.0)))
 
     def test_the_settings_of_0_1_0_raise_naming_their_new_home(self):
         X, Y = _data(n=8)
@@ -249,9 +247,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
         for dtype in (torch.float, torch.double):
             X, Y = _data(n=40, dtype=dtype)
             kernel = ScaleKernel(RBFKernel())
-            model = EULBOModel(
-                X, Y, num_inducing_points=12, covar_module=kernel
-            )
+            model = EULBOModel(X, Y, num_inducing_points=12, covar_module=kernel)
             self.assertIs(model.model.covar_module, kernel)
             fit_elbo(model, FAST)
             self.assertEqual(len(model.diagnostics()["lengthscales"]), 1)

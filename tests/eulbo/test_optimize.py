@@ -86,7 +86,9 @@ class TestOptimizeEULBO(BotorchTestCase):
             model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8)
             bounds = torch.tensor([[0.0], [1.0]], **tkw)
             with mock.patch("botorch_ext.eulbo.optimize.warm_start", displaced):
-                cand, value = optimize_eulbo(model, bounds, q=1, seed=0, options=options)
+                cand, value = optimize_eulbo(
+                    model, bounds, q=1, seed=0, options=options
+                )
             start = model.last_optimization["warm_start_candidates"]
             grid = torch.linspace(0, 1, 201, **tkw).unsqueeze(-1)  # step 0.005
             with torch.no_grad():
@@ -114,9 +116,7 @@ class TestOptimizeEULBO(BotorchTestCase):
         self.assertAlmostEqual(
             s(model, x).item() - u, n * (mean(model, x).item() - u), places=6
         )
-        self.assertAlmostEqual(
-            w(model, x).item() - s(model, x).item(), 2 * u, places=6
-        )
+        self.assertAlmostEqual(w(model, x).item() - s(model, x).item(), 2 * u, places=6)
         self.assertEqual(eulbo(model, x, objective=w), w(model, x))
         # Both alternation schemes run and return candidates in the box.
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()

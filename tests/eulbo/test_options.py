@@ -80,9 +80,7 @@ class TestEULBOOptions(BotorchTestCase):
             warnings.simplefilter("error", DeprecationWarning)
             adam = AdamOptions(lr_x=0.01)
             self.assertEqual(EULBOOptions().replace(adam=adam).adam, adam)
-            self.assertEqual(
-                options_from_flat({"max_steps": 5}).stopping.max_steps, 5
-            )
+            self.assertEqual(options_from_flat({"max_steps": 5}).stopping.max_steps, 5)
             EULBOOptions.table1(joint=JointOptions(optimizer="lbfgs"))
 
     @_quiet
