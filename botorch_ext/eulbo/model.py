@@ -22,7 +22,7 @@ The model imports none of them.
 
 This module is over 500 lines because it holds one class whose docstrings carry
 the model's math, its choices with their reasons and its examples; its code is
-under 250 lines.
+about 250 lines.
 
 References:
     .. [Maus2024eulbo]

@@ -29,7 +29,7 @@ optimizer settings: they are held by the objective
 holds ``num_data`` and ``beta``.
 
 This module is over 500 lines because each settings group carries its
-choices and their reasons in its docstring; its code is under 250 lines.
+choices and their reasons in its docstring; its code is about 250 lines.
 
 References:
     .. [Maus2024eulbo]
