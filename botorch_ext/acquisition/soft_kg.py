@@ -127,7 +127,7 @@ class qLogSoftKG(OneShotAcquisitionFunction):
     a rank-one Gaussian update (``one_shot_fantasy_means``). ``c+`` is the
     paper's ``y+`` (the best observed value), the softplus temperature ``tau``
     is 1 on the paper's standardized scale. This is the utility term of the
-    KG-EULBO; ``botorch_ext.optim.optimize_eulbo(model, bounds, utility="kg")``
+    KG-EULBO; ``botorch_ext.eulbo.optimize_eulbo(model, bounds, utility="kg")``
     maximizes it jointly with the SVGP fit, and this class is the same quantity
     for a fixed model.
 

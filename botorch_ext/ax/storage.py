@@ -11,9 +11,10 @@ objects by their type name. This module adds, each under its class name:
   (``botorch_model_class``), and the variational bounds that fit the latter
   (``mll_class``);
 * ``EULBOAcquisition`` (``acquisition_class``);
-* ``EULBOOptions`` and its groups in ``model_options`` (dataclasses, which
-  Ax's JSON encoder writes field by field; the decoders rebuild them, tuples
-  included, and read the flat form that botorch_ext 0.1.0 stored).
+* ``EULBOOptions`` and its groups, and the objective ``EULBO``, in
+  ``mll_options`` (dataclasses, which Ax's JSON encoder writes field by field;
+  the decoders rebuild them, tuples included, and read the flat form of the
+  options that botorch_ext 0.1.0 stored in ``model_options``).
 """
 
 from __future__ import annotations

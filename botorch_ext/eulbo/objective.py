@@ -221,9 +221,9 @@ def eulbo(
 ) -> Tensor:
     r"""The full-data EULBO of ``objective`` (``EULBO()`` if None) at ``X``.
 
-    The functional form of ``EULBO.__call__`` (``botorch_ext.optim.eulbo``
-    before 0.2.0, which read the settings from the model), with the paper's
-    20 Gauss-Hermite points.
+    The functional form of ``EULBO.__call__``, with the paper's 20
+    Gauss-Hermite points; ``botorch_ext.optim.eulbo`` before, which read the
+    settings from the model.
 
     Example:
         >>> value = eulbo(model, torch.rand(1, 2), objective=EULBO(elbo_scale="mean"))

@@ -275,7 +275,7 @@ class JointOptions:
     and ``StoppingOptions``) first lowers the EULBO and its stopping rule
     returns the warm start unchanged (measured; see the EULBO page of the docs).
     ``"adam-epochs"`` is the joint phase of the authors' released code
-    (``botorch_ext.optim.epoch_joint_phase``): whole epochs of minibatch Adam
+    (``botorch_ext.eulbo.joint_epochs``): whole epochs of minibatch Adam
     w-steps alternate with whole epochs of x-steps, stopped by the
     ``"failures"`` rule of ``StoppingOptions``, with no rollback; a non-finite
     gradient restarts it from the warm start with both step sizes divided by 10,
@@ -574,20 +574,20 @@ class EULBOOptions:
           stopped by the ``"failures"`` rule, with **no rollback**: the state it
           ends in is returned even if its EULBO is below the warm start's. This
           departs from the package's default joint phase, which never returns a
-          state below its warm start (``botorch_ext.optim.joint_phase.exceeds``);
+          state below its warm start (``botorch_ext.eulbo.joint.exceeds``);
           the preset reproduces the authors' loop, which has no such rule. A
           non-finite gradient restarts the phase with both steps divided by 10,
           8 attempts in all (their code raises under anomaly detection and
           retries; here the gradients are checked, see
-          ``botorch_ext.optim.epoch_joint_phase``).
+          ``botorch_ext.eulbo.joint_epochs``).
         * Utility: 20-point Gauss-Hermite quadrature at ``q = 1``, 64 fixed
           base samples for ``q > 1``.
 
         The model choices are not optimizer settings; the runner's
         ``eulbo-ei-authors`` and ``elbo-svgp-authors`` methods make them: the
-        per-datum ELBO (``elbo_scale="mean"``) on the last ``AUTHORS_WINDOW``
-        points, with the incumbent over all points (``EULBOModel``'s
-        ``incumbent``); the isotropic ``ScaleKernel(RBFKernel())`` and
+        per-datum ELBO (``EULBO(elbo_scale="mean")``) of a model on the last
+        ``AUTHORS_WINDOW`` points, with the incumbent over all points
+        (``EULBO(incumbent=...)``); the isotropic ``ScaleKernel(RBFKernel())`` and
         GPyTorch's ``GaussianLikelihood()``, without priors; outcomes
         standardized once, with the initial design's mean and standard deviation
         (``botorch_ext.runner.transforms.StandardizeOnce``); the state carried
