@@ -13,7 +13,6 @@ import warnings
 from pathlib import Path
 
 import botorch_ext
-from botorch_ext.eulbo import EULBOOptions
 from botorch_ext.eulbo.options import options_from_flat
 from botorch_ext.runner.schema import FIXED_COLUMNS
 from tests.scripts import load_script
