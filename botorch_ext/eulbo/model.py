@@ -96,7 +96,7 @@ class EULBOModel(SingleTaskVariationalGP):
     ``softplus(E[f(x'_i) | D, (x, y_i)] - y+)`` with one free point ``x'_i`` per
     fantasy sample, optimized jointly with ``x``; the conditional mean is a
     differentiable rank-one update of the SVGP's predictive distribution
-    (``fantasy_means``).
+    (``botorch_ext.eulbo.utilities.fantasy_means``).
 
     The model is BoTorch's ``SingleTaskVariationalGP`` (Cholesky variational
     distribution, learned inducing points, BoTorch's likelihood with its noise
