@@ -497,3 +497,21 @@ class TestPublicInterface(BotorchTestCase):
         tf = model.outcome_transform
         expected = (y_best - tf.means.squeeze()) / tf.stdvs.squeeze()
         self.assertAllClose(EULBO(incumbent=y_best).best_f(model), expected)
+
+
+class TestObjectiveIncumbent(BotorchTestCase):
+    def test_the_incumbent_does_not_depend_on_the_models_mode(self):
+        # The joint phase evaluates the utility in train mode, in which BoTorch's
+        # Standardize would re-learn its statistics from the incumbent alone.
+        X, Y = _data(n=12)
+        model = EULBOModel(X, Y, num_inducing_points=5)
+        objective = EULBO(incumbent=float(Y.max()) + 0.5)
+        model.eval()
+        expected = objective.best_f(model)
+        model.train()
+        self.assertAllClose(objective.best_f(model), expected)
+        self.assertTrue(model.outcome_transform.training)  # its mode is restored
+        tf = model.outcome_transform
+        self.assertAllClose(
+            expected, (objective.incumbent - tf.means.squeeze()) / tf.stdvs.squeeze()
+        )
