@@ -27,6 +27,7 @@ import copy
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from botorch.exceptions.warnings import OptimizationWarning
@@ -275,7 +276,7 @@ def _utility_gradient_share(
     util = objective.utility_weight * problem.expected_log_utility(X.unsqueeze(0)).sum()
     g_util = torch.autograd.grad(util, w_params, allow_unused=True)
 
-    def norm(grads) -> float:
+    def norm(grads: tuple[Tensor | None, ...]) -> float:
         return math.sqrt(sum(float(g.pow(2).sum()) for g in grads if g is not None))
 
     total = norm(g_util) + norm(g_elbo)
@@ -287,7 +288,7 @@ def finish_joint_phase(
     x0: Tensor,
     candidates: Tensor,
     value: float,
-    **record,
+    **record: Any,
 ) -> tuple[Tensor, Tensor]:
     r"""Record ``model.last_optimization`` and return ``(candidates[:q], value)``.
 

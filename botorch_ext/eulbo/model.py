@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import torch
-from botorch.models import SingleTaskVariationalGP
+from botorch.models.approximate_gp import SingleTaskVariationalGP
 from botorch.models.model import Model
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
@@ -52,6 +54,7 @@ from gpytorch.likelihoods import GaussianLikelihood
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 from torch.nn import Parameter
+from torch.nn.modules.module import _IncompatibleKeys
 
 from botorch_ext.eulbo.state import (
     check_training_data,
@@ -274,8 +277,8 @@ class EULBOModel(SingleTaskVariationalGP):
         self.num_inducing_points = m
         self.requested_inducing_points = num_inducing_points
         self.carried_state = carried
-        self.last_fit: dict = {}
-        self.last_optimization: dict = {}
+        self.last_fit: dict[str, Any] = {}
+        self.last_optimization: dict[str, Any] = {}
         self.to(train_X)
         self._start_variational_state(previous, carried, grown)
 
@@ -408,8 +411,8 @@ class EULBOModel(SingleTaskVariationalGP):
 
     # BoTorch's keep_transforms and assign arrive (ignored) as keywords only.
     def load_state_dict(  # type: ignore[override]
-        self, state_dict, strict: bool = True, **kwargs
-    ):
+        self, state_dict: Mapping[str, Tensor], strict: bool = True, **kwargs: Any
+    ) -> _IncompatibleKeys:
         r"""Load parameters and buffers (the outcome standardization included).
 
         BoTorch's ``Model.load_state_dict`` re-derives the transformed training
@@ -439,7 +442,7 @@ class EULBOModel(SingleTaskVariationalGP):
         self._resize_inducing_points(state_dict)
         return torch.nn.Module.load_state_dict(self, state_dict, strict=strict)
 
-    def _resize_inducing_points(self, state_dict) -> None:
+    def _resize_inducing_points(self, state_dict: Mapping[str, Tensor]) -> None:
         r"""Give ``Z`` and ``q(u)`` the shapes of ``state_dict``'s (values follow)."""
         prefix = "model.variational_strategy."
         Z = state_dict.get(prefix + "inducing_points")
@@ -518,7 +521,7 @@ class EULBOModel(SingleTaskVariationalGP):
                 blocks["hyperparameters"].append(p)
         return blocks
 
-    def diagnostics(self) -> dict:
+    def diagnostics(self) -> dict[str, Any]:
         r"""The fitted state a BO loop should log at every step.
 
         Example:

@@ -28,13 +28,15 @@ References:
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import torch
-from botorch.acquisition import qExpectedImprovement, qLogExpectedImprovement
+from botorch.acquisition.logei import qLogExpectedImprovement
+from botorch.acquisition.monte_carlo import qExpectedImprovement
 from botorch.exceptions.warnings import NumericsWarning, OptimizationWarning
 from botorch.models.model import Model
-from botorch.optim import optimize_acqf
-from botorch.posteriors import Posterior
+from botorch.optim.optimize import optimize_acqf
+from botorch.posteriors.posterior import Posterior
 from torch import Tensor
 
 from botorch_ext.eulbo.fit import fit_elbo
@@ -210,7 +212,7 @@ class ObservationNoisePredictive(Model):
         r"""The wrapped model's number of outputs."""
         return self.model.num_outputs
 
-    def posterior(self, X: Tensor, *args, **kwargs) -> Posterior:  # type: ignore[override]
+    def posterior(self, X: Tensor, *args: Any, **kwargs: Any) -> Posterior:
         r"""The wrapped model's posterior at ``X`` with observation noise."""
         kwargs["observation_noise"] = True
         return self.model.posterior(X, *args, **kwargs)
