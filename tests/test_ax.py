@@ -829,7 +829,12 @@ NON_DEFAULT_OPTIONS = {
         "patience": 7,
         "max_epochs": 11,
     },
-    "warm_start": {"num_restarts": 3, "raw_samples": 48, "acquisition": "qei-noisy"},
+    "warm_start": {
+        "num_restarts": 3,
+        "raw_samples": 48,
+        "acquisition": "qei-noisy",
+        "resample_zero": False,
+    },
     "utility": {"num_mc_samples": 19, "num_fantasies": 5, "num_quadrature_points": 7},
     "joint": {
         "optimizer": "adam",
