@@ -143,9 +143,9 @@ class TestMigrationPage(unittest.TestCase):
         bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)
         names = {"train_X": train_X, "train_Y": train_Y, "bounds": bounds, "y": 3.0}
         with self.assertRaisesRegex(TypeError, "EULBO\\(elbo_scale"):
-            exec(compile(before, "migration.md", "exec"), dict(names))  # noqa: S102
+            exec(compile(before, "migration.md", "exec"), dict(names))
         namespace = dict(names)
-        exec(compile(after, "migration.md", "exec"), namespace)  # noqa: S102
+        exec(compile(after, "migration.md", "exec"), namespace)
         self.assertEqual(namespace["candidates"].shape, torch.Size([1, 2]))
         model = namespace["model"]
         self.assertEqual(model.last_optimization["optimizer"], "adam-epochs")
@@ -167,7 +167,7 @@ class TestMigrationPage(unittest.TestCase):
             namespace: dict = {}
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                exec(compile(code, "migration.md", "exec"), namespace)  # noqa: S102
+                exec(compile(code, "migration.md", "exec"), namespace)
             namespaces.append(namespace)
             deprecated = [w for w in caught if w.category is DeprecationWarning]
             self.assertEqual(bool(deprecated), code is flat)
@@ -181,6 +181,16 @@ class TestMigrationPage(unittest.TestCase):
         self.assertEqual(
             namespace["options"], options_from_flat({"elbo_optimizer": "adam"})
         )
+
+    def test_the_kernel_rename_block_runs_without_a_warning(self):
+        code = _python_blocks(DOCS / "migration.md")[-1]
+        namespace: dict = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            exec(compile(code, "migration.md", "exec"), namespace)
+        from botorch_ext.kernels import BOCKKernel
+
+        self.assertIsInstance(namespace["kernel"], BOCKKernel)
 
     def test_former_model_methods_are_functions_of_eulbo(self):
         code = _python_blocks(DOCS / "migration.md")[6]
