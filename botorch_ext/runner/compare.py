@@ -38,7 +38,7 @@ def run_grid(
     faults: FaultPolicy | None = None,
     security: object | None = None,
     log: Callable[[str], None] | None = None,
-    state_dir: str | os.PathLike | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
 ) -> list[dict]:
     r"""Run every (method, seed) pair from ``base``, continuing from stored rows.
 

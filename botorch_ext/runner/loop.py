@@ -311,7 +311,7 @@ def run_bo(
     stored_rows: list[dict] | None = None,
     should_stop: Callable[[], bool] | None = None,
     faults: FaultPolicy | None = None,
-    state_path: str | os.PathLike | None = None,
+    state_path: str | os.PathLike[str] | None = None,
 ) -> list[dict]:
     r"""Run one BO loop and return one row per evaluation.
 
