@@ -10,11 +10,13 @@ import copy
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from botorch.exceptions.warnings import OptimizationWarning
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 from gpytorch.likelihoods import GaussianLikelihood
+from torch import Tensor
 
 from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.models import EULBOModel, EULBOOptions
@@ -25,7 +27,7 @@ from botorch_ext.optim import (
     optimize_eulbo,
 )
 from botorch_ext.optim.optimize import warm_start
-from botorch_ext.runner.options import iteration_seed
+from botorch_ext.runner.options import MethodOptions, iteration_seed
 from botorch_ext.runner.protocol import Proposal
 from botorch_ext.runner.transforms import StandardizeOnce
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
@@ -102,8 +104,8 @@ class SVGPMethod:
         self,
         utility: str | None,
         turbo: bool = False,
-        eulbo_options: dict | None = None,
-        model_kwargs: dict | None = None,
+        eulbo_options: dict[str, Any] | None = None,
+        model_kwargs: dict[str, Any] | None = None,
         kernel: Callable[[int], Kernel] | None = None,
         preset: str | None = None,
     ) -> None:
@@ -141,8 +143,8 @@ class _SVGPRun(TrustRegion):
         self,
         utility: str | None,
         turbo: bool,
-        eulbo_options: dict | None = None,
-        model_kwargs: dict | None = None,
+        eulbo_options: dict[str, Any] | None = None,
+        model_kwargs: dict[str, Any] | None = None,
         kernel: Callable[[int], Kernel] | None = None,
     ) -> None:
         super().__init__()
@@ -153,7 +155,15 @@ class _SVGPRun(TrustRegion):
         self.model_kwargs = model_kwargs or {}
         self.previous: EULBOModel | None = None
 
-    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+    def propose(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        bounds: Tensor,
+        q: int,
+        seed: int,
+        options: MethodOptions,
+    ) -> Proposal:
         seed_i = iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
         tic = time.monotonic()
@@ -220,7 +230,15 @@ class _AuthorsSVGPRun(_SVGPRun):
         self.options = EULBOOptions.authors(arm=arm)
         self.outcome_transform = StandardizeOnce(m=1)
 
-    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+    def propose(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        bounds: Tensor,
+        q: int,
+        seed: int,
+        options: MethodOptions,
+    ) -> Proposal:
         seed_i = iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
         tic = time.monotonic()
