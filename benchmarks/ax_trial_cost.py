@@ -54,7 +54,7 @@ def generator_kwargs(config: str) -> dict:
     from botorch.models import SingleTaskVariationalGP
 
     from botorch_ext.ax import EULBOAcquisition
-    from botorch_ext.models import EULBOModel
+    from botorch_ext.eulbo import EULBOModel
 
     model_config = {
         "singletaskgp": ModelConfig(),

@@ -13,9 +13,15 @@ from botorch_ext.acquisition import (
     qSoftPI,
     qUCB,
 )
+from botorch_ext.eulbo import (
+    EULBO,
+    EULBOModel,
+    EULBOOptions,
+    fit_elbo,
+    optimize_eulbo,
+)
 from botorch_ext.kernels import BOCKKernel
 from botorch_ext.kernels.cylindrical import deprecated_kernel_alias
-from botorch_ext.models import EULBOModel, EULBOOptions
 from botorch_ext.optim import TurboState
 from botorch_ext.sgmcmc import (
     SGMCMCFullyBayesianSingleTaskGP,
@@ -35,15 +41,18 @@ except PackageNotFoundError:  # running from a source tree without installing
 __all__ = [
     "__version__",
     "BOCKKernel",
+    "EULBO",
     "EULBOModel",
     "EULBOOptions",
     "SGMCMCFullyBayesianSingleTaskGP",
     "TurboState",
     "draw_representer_points",
     "finite_set_stein_discrepancy",
+    "fit_elbo",
     "fit_fully_bayesian_model_sgmcmc",
     "kernel_stein_discrepancy",
     "mamba",
+    "optimize_eulbo",
     "qES",
     "qLogSoftKG",
     "qLogSoftPI",

@@ -116,7 +116,7 @@ nitpick_ignore_regex = [
         r"Tensor|Model|SingleTaskGP|PosteriorTransform|MCSampler|"
         r"MCAcquisitionObjective|OutcomeTransform|InputTransform|Kernel|Prior|"
         r"Interval|Module|Mean|Likelihood|GaussianLikelihood|InducingPointAllocator|"
-        r"UnsupportedError|"
+        r"UnsupportedError|UserInputError|"
         r"_DefaultType|Path",
     ),
 ]

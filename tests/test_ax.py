@@ -1,6 +1,7 @@
 import json
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from unittest import mock
 
@@ -11,13 +12,25 @@ from botorch.utils.testing import BotorchTestCase
 
 import botorch_ext.ax
 from botorch_ext.acquisition import qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB
+from botorch_ext.eulbo import (
+    EULBO,
+    EULBOModel,
+    EULBOOptions,
+    JointOptions,
+    StoppingOptions,
+    WarmStartOptions,
+)
 from botorch_ext.kernels import BOCKKernel
-from botorch_ext.models import EULBOModel, EULBOOptions
 
 DIM = 6
 # Small fits and acquisition budgets: these tests check the Ax integration,
 # not BO quality.
-OPTIONS = EULBOOptions.from_flat(max_steps=60, num_restarts=2, raw_samples=32)
+OPTIONS = EULBOOptions(
+    stopping=StoppingOptions(max_steps=60),
+    warm_start=WarmStartOptions(num_restarts=2, raw_samples=32),
+)
+#: The fit's settings where Ax keeps a fit's settings (``mll_options``).
+MLL_OPTIONS = {"options": OPTIONS, "objective": EULBO(utility_weight=0.5)}
 SMALL_ACQF = {
     "model_gen_options": {"optimizer_kwargs": {"num_restarts": 2, "raw_samples": 32}}
 }
@@ -210,7 +223,8 @@ def _eulbo_client(
     if model_config is None:
         model_config = ModelConfig(
             botorch_model_class=EULBOModel,
-            model_options={"num_inducing_points": 8, "options": OPTIONS},
+            model_options={"num_inducing_points": 8},
+            mll_options=MLL_OPTIONS,
         )
     client = Client(random_seed=0, storage_config=storage_config)
     client.configure_experiment(
@@ -264,9 +278,8 @@ class TestEULBOModelInAx(BotorchTestCase):
             model = _generator(client).surrogate.model
             self.assertIsInstance(model, EULBOModel)
             self.assertIsNot(model, previous)
-            # Fitted by Ax's fit_botorch_model -> botorch_ext.optim.fit_elbo.
+            # Fitted by Ax's fit_botorch_model -> botorch_ext.eulbo.fit_elbo.
             self.assertGreater(model.last_fit["steps"], 0)
-            self.assertEqual(model.options, OPTIONS)
             self.assertEqual(model.num_inducing_points, 8)
             # Built from Ax's training data: 12 + trials so far.
             n = len(client._experiment.trials) - 1
@@ -282,12 +295,14 @@ class TestEULBOModelInAx(BotorchTestCase):
             json.loads(text)
             self.assertIn('"EULBOModel"', text)
             self.assertIn('"EULBOOptions"', text)
+            self.assertIn('"EULBO"', text)
+            self.assertNotIn('"max_steps": 60, "num_restarts"', text)  # grouped
             loaded = Client.load_from_json_file(str(path))
         node = loaded._generation_strategy._curr
         config = node.generator_specs[0].generator_kwargs["surrogate_spec"]
         config = config.model_configs[0]
         self.assertIs(config.botorch_model_class, EULBOModel)
-        self.assertEqual(config.model_options["options"], OPTIONS)
+        self.assertEqual(config.mll_options, MLL_OPTIONS)
         _run_trials(loaded, 2)
         _check_trials(self, loaded, 18, bo_from=12)
         model = _generator(loaded).surrogate.model
@@ -381,7 +396,7 @@ class TestEULBOModelInAx(BotorchTestCase):
             config = node.generator_specs[0].generator_kwargs["surrogate_spec"]
             config = config.model_configs[0]
             self.assertIs(config.botorch_model_class, EULBOModel)
-            self.assertEqual(config.model_options["options"], OPTIONS)
+            self.assertEqual(config.mll_options, MLL_OPTIONS)
             _run_trials(loaded, 1)
             _check_trials(self, loaded, 8, bo_from=6)
             self.assertIsInstance(_generator(loaded).surrogate.model, EULBOModel)
@@ -465,7 +480,8 @@ def _surrogate(model_options=None, model_class=EULBOModel, **config):
 
     botorch_ext.ax.register()
     if model_options is None and model_class is EULBOModel:
-        model_options = {"num_inducing_points": 6, "options": OPTIONS}
+        model_options = {"num_inducing_points": 6}
+        config.setdefault("mll_options", MLL_OPTIONS)
     model_config = ModelConfig(
         botorch_model_class=model_class, model_options=model_options or {}, **config
     )
@@ -505,11 +521,24 @@ class TestSurrogateHooks(BotorchTestCase):
             self.assertIsNot(surrogate.model, first)
             self.assertTrue(surrogate.model.carried_state)
             self.assertEqual(surrogate.model.train_X_full.shape[-2], 10)
-            # model_options: EULBOModel's arguments, options as a dict too.
-            built = inputs(X, Y, config=_config({"options": {"max_steps": 7}}))
-            self.assertEqual(built["options"], EULBOOptions.from_flat(max_steps=7))
+            # model_options: EULBOModel's arguments only.
+            built = inputs(X, Y, config=_config({"carry_state": False}))
             self.assertLessEqual(
-                {"train_X", "train_Y", "options", "outcome_transform"}, set(built)
+                {"train_X", "train_Y", "carry_state", "outcome_transform"}, set(built)
+            )
+            # The form of 0.1.0: settings in model_options (options as a dict of
+            # flat names too) go to this call's mll_options, with a warning.
+            legacy = _config({"options": {"max_steps": 7}, "elbo_scale": "mean"})
+            with self.assertWarnsRegex(DeprecationWarning, "mll_options"):
+                built = inputs(X, Y, config=legacy)
+            self.assertNotIn("options", built)
+            self.assertNotIn("elbo_scale", built)
+            self.assertEqual(
+                legacy.mll_options,
+                {
+                    "options": EULBOOptions(stopping=StoppingOptions(max_steps=7)),
+                    "objective": EULBO(elbo_scale="mean"),
+                },
             )
             self.assertNotIn("warm_start", built)
             off = _config({"warm_start": False})
@@ -584,13 +613,17 @@ class TestSurrogateHooks(BotorchTestCase):
             self.assertIs(mll.model, model.model)
         with self.assertRaisesRegex(UnsupportedError, "LeaveOneOutPseudoLikelihood"):
             hooks.fit_variational_gp(model, LeaveOneOutPseudoLikelihood)
-        eulbo = EULBOModel(X, Y, num_inducing_points=4, options=OPTIONS)
+        eulbo = EULBOModel(X, Y, num_inducing_points=4)
         for mll_class, options in ((PredictiveLogLikelihood, {}), (None, {"beta": 2})):
             with self.assertRaisesRegex(UnsupportedError, "EULBOModel"):
                 hooks.fit_variational_gp(eulbo, mll_class, options)
         with mock.patch("botorch_ext.ax.surrogate.fit_elbo") as fit_elbo:
             hooks.fit_variational_gp(eulbo, ExactMarginalLogLikelihood)
-        fit_elbo.assert_called_once_with(eulbo)
+        fit_elbo.assert_called_once_with(eulbo, EULBOOptions(), EULBO())
+        # The settings come from mll_options.
+        with mock.patch("botorch_ext.ax.surrogate.fit_elbo") as fit_elbo:
+            hooks.fit_variational_gp(eulbo, None, MLL_OPTIONS)
+        fit_elbo.assert_called_once_with(eulbo, OPTIONS, MLL_OPTIONS["objective"])
 
     def test_fit_raises_the_variational_bound(self):
         from functools import partial
@@ -675,16 +708,29 @@ class TestStorage(BotorchTestCase):
         from botorch_ext.ax.storage import eulbo_options_from_json
 
         botorch_ext.ax.register()
-        options = EULBOOptions.from_flat(
-            max_steps=17, joint_parameters=("variational",), convergence="epochs"
+        options = EULBOOptions(
+            stopping=StoppingOptions(max_steps=17, convergence="epochs"),
+            joint=JointOptions(parameters=("variational",)),
         )
         encoded = json.loads(json.dumps(object_to_json(options)))
         self.assertEqual(encoded["__type"], "EULBOOptions")
         self.assertEqual(encoded["joint"]["__type"], "JointOptions")
         self.assertEqual(object_from_json(encoded), options)
-        # An experiment stored by botorch_ext 0.1.0 holds the flat fields.
-        flat = {"__type": "EULBOOptions"} | json.loads(json.dumps(options.flat()))
+        # An experiment stored by botorch_ext 0.1.0 holds the flat fields; it
+        # loads without a warning.
+        with self.assertWarns(DeprecationWarning):
+            fields = options.flat()
+        flat = {"__type": "EULBOOptions"} | json.loads(json.dumps(fields))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            self.assertEqual(object_from_json(dict(flat)), options)
+        # ... and one of 0.1.0 without the grouped joint settings added since.
+        del flat["alternation"], flat["joint_retries"]
         self.assertEqual(object_from_json(flat), options)
+        # The objective round-trips too.
+        objective = EULBO(elbo_scale="mean", utility_weight=2.0, incumbent=1.5)
+        encoded = json.loads(json.dumps(object_to_json(objective)))
+        self.assertEqual(object_from_json(encoded), objective)
         with self.assertRaisesRegex(ValueError, "'lr_z'"):
             eulbo_options_from_json(lr_z=0.1)
         with self.assertRaisesRegex(ValueError, "JointOptions.*'lr_z'"):
@@ -706,12 +752,12 @@ class TestStorage(BotorchTestCase):
             options = EULBOOptions.authors(arm)
             encoded = json.loads(json.dumps(object_to_json(options)))
             self.assertEqual(object_from_json(encoded), options)
+        authors = {
+            "options": EULBOOptions.authors(),
+            "objective": EULBO(elbo_scale="mean"),
+        }
         surrogate = _surrogate(
-            model_options={
-                "num_inducing_points": 6,
-                "options": EULBOOptions.authors(),
-                "elbo_scale": "mean",
-            }
+            model_options={"num_inducing_points": 6}, mll_options=authors
         )
         X, Y = _branin_like(10)
         surrogate.fit([_dataset(X, Y)], _digest())
@@ -728,9 +774,44 @@ class TestStorage(BotorchTestCase):
         X_next, _, _ = acquisition.optimize(n=1, search_space_digest=_digest())
         self.assertTrue(((X_next >= 0) & (X_next <= 1)).all())
         model = acquisition.eulbo_model
-        self.assertEqual(model.options, EULBOOptions.authors())
         self.assertEqual(model.last_optimization["optimizer"], "adam-epochs")
         self.assertEqual(model.last_fit["steps"], 10)  # 10 epochs of 1 minibatch
+
+    def test_the_form_of_0_1_0_in_model_options_still_runs(self):
+        # A stored experiment of botorch_ext 0.1.0 keeps the settings in
+        # model_options (options as flat names, elbo_scale); it still builds,
+        # fits and proposes with them, with a DeprecationWarning.
+        from ax.generators.torch_base import TorchOptConfig
+        from botorch.acquisition import qLogExpectedImprovement
+
+        from botorch_ext.ax import EULBOAcquisition
+
+        botorch_ext.ax.register()
+        legacy = {
+            "num_inducing_points": 6,
+            "options": EULBOOptions.authors().flat(),
+            "elbo_scale": "mean",
+        }
+        surrogate = _surrogate(model_options=legacy)
+        X, Y = _branin_like(10)
+        with self.assertWarnsRegex(DeprecationWarning, "mll_options"):
+            surrogate.fit([_dataset(X, Y)], _digest())
+        self.assertEqual(surrogate.model.last_fit["steps"], 10)  # authors' preset
+        acquisition = EULBOAcquisition(
+            surrogate=surrogate,
+            search_space_digest=_digest(),
+            torch_opt_config=TorchOptConfig(
+                objective_weights=torch.tensor([[1.0]], dtype=torch.double)
+            ),
+            botorch_acqf_class=qLogExpectedImprovement,
+            options={"utility": "ei"},
+        )
+        self.assertEqual(
+            acquisition._settings(), (EULBOOptions.authors(), EULBO(elbo_scale="mean"))
+        )
+        acquisition.optimize(n=1, search_space_digest=_digest())
+        last = acquisition.eulbo_model.last_optimization
+        self.assertEqual(last["optimizer"], "adam-epochs")
 
 
 #: A value other than the default for every field of every ``EULBOOptions`` group
@@ -755,6 +836,7 @@ NON_DEFAULT_OPTIONS = {
         "parameters": ("variational", "inducing_points"),
         "max_iter": 13,
         "retries": 2,
+        "alternation": "epoch",
     },
     None: {"lbfgs_max_n": 1234},
 }
@@ -810,7 +892,9 @@ class TestOptionsRoundTrip(BotorchTestCase):
         encoded = json.loads(json.dumps(object_to_json(options)))
         self.assertEqual(_fields_differing(options, object_from_json(encoded)), [])
         # The flat form, as botorch_ext 0.1.0 stored it.
-        flat = {"__type": "EULBOOptions"} | json.loads(json.dumps(options.flat()))
+        with self.assertWarns(DeprecationWarning):
+            fields = options.flat()
+        flat = {"__type": "EULBOOptions"} | json.loads(json.dumps(fields))
         self.assertEqual(_fields_differing(options, object_from_json(flat)), [])
 
     def test_model_options_in_a_stored_generation_strategy_keep_every_field(self):
@@ -855,7 +939,7 @@ class TestEULBOAcquisition(BotorchTestCase):
     def test_maximized_objective_runs_the_joint_step_on_the_surrogate_model(self):
         surrogate, acquisition = self._acquisition(options={"utility": "ei"})
         model = surrogate.model
-        from botorch_ext.optim import optimize_eulbo
+        from botorch_ext.eulbo import optimize_eulbo
 
         with mock.patch(
             "botorch_ext.ax.acquisition.optimize_eulbo", side_effect=optimize_eulbo
@@ -864,7 +948,11 @@ class TestEULBOAcquisition(BotorchTestCase):
         args, kwargs = joint.call_args
         self.assertIs(args[0], model)
         self.assertAllClose(args[1], torch.tensor([[0.0, 0.0], [1.0, 1.0]]).double())
-        self.assertEqual(kwargs, {"q": 2, "utility": "ei", "seed": 0})
+        self.assertEqual(
+            kwargs,
+            {"q": 2, "utility": "ei", "seed": 0}
+            | {"options": OPTIONS, "objective": MLL_OPTIONS["objective"]},
+        )
         self.assertIs(acquisition.eulbo_model, model)
         self.assertEqual(X.shape, torch.Size([2, 2]))
         self.assertTrue(((X >= 0) & (X <= 1)).all())

@@ -76,7 +76,7 @@ class TestCoreDependencies(BotorchTestCase):
             "for name in ('matplotlib', 'distributed', 'dask', 'ax'):\n"
             "    sys.modules[name] = None\n"
             "import botorch_ext, botorch_ext.acquisition, botorch_ext.kernels\n"
-            "import botorch_ext.models, botorch_ext.optim, botorch_ext.sgmcmc\n"
+            "import botorch_ext.eulbo, botorch_ext.optim, botorch_ext.sgmcmc\n"
             "import botorch_ext.ax\n"
         )
         result = subprocess.run(

@@ -9,10 +9,11 @@ import pkgutil
 import re
 import sys
 import unittest
+import warnings
 from pathlib import Path
 
 import botorch_ext
-from botorch_ext.models import EULBOOptions
+from botorch_ext.eulbo.options import options_from_flat
 from botorch_ext.runner.schema import FIXED_COLUMNS
 from tests.scripts import load_script
 
@@ -133,8 +134,24 @@ class TestCitingPage(unittest.TestCase):
 
 
 class TestMigrationPage(unittest.TestCase):
+    def test_the_eulbo_settings_moved_from_the_model(self):
+        import torch
+
+        before, after = _python_blocks(DOCS / "migration.md")[:2]
+        train_X = torch.rand(12, 2, dtype=torch.double)
+        train_Y = train_X.sum(-1, keepdim=True)
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)
+        names = {"train_X": train_X, "train_Y": train_Y, "bounds": bounds, "y": 3.0}
+        with self.assertRaisesRegex(TypeError, "EULBO\\(elbo_scale"):
+            exec(compile(before, "migration.md", "exec"), dict(names))  # noqa: S102
+        namespace = dict(names)
+        exec(compile(after, "migration.md", "exec"), namespace)  # noqa: S102
+        self.assertEqual(namespace["candidates"].shape, torch.Size([1, 2]))
+        model = namespace["model"]
+        self.assertEqual(model.last_optimization["optimizer"], "adam-epochs")
+
     def test_before_code_fails_and_after_code_builds_the_same_options(self):
-        before, grouped, flat, adam_fit, *_ = _python_blocks(DOCS / "migration.md")
+        before, grouped, flat, adam_fit, *_ = _python_blocks(DOCS / "migration.md")[2:]
         with self.assertRaises(TypeError):
             exec(compile(before, "migration.md", "exec"), {})
         call = next(
@@ -148,27 +165,32 @@ class TestMigrationPage(unittest.TestCase):
         namespaces = []
         for code in (grouped, flat):
             namespace: dict = {}
-            exec(compile(code, "migration.md", "exec"), namespace)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                exec(compile(code, "migration.md", "exec"), namespace)  # noqa: S102
             namespaces.append(namespace)
-        self.assertEqual(namespaces[0]["options"], EULBOOptions.from_flat(**settings))
-        expected = EULBOOptions.from_flat(**settings, lr_x=0.01)
+            deprecated = [w for w in caught if w.category is DeprecationWarning]
+            self.assertEqual(bool(deprecated), code is flat)
+        self.assertEqual(namespaces[0]["options"], options_from_flat(settings))
+        expected = options_from_flat(settings | {"lr_x": 0.01})
         self.assertEqual(namespaces[1]["options"], expected)
         for namespace in namespaces:
             self.assertEqual(namespace["optimizer"], settings["joint_optimizer"])
         namespace = {}
         exec(compile(adam_fit, "migration.md", "exec"), namespace)
         self.assertEqual(
-            namespace["options"], EULBOOptions.from_flat(elbo_optimizer="adam")
+            namespace["options"], options_from_flat({"elbo_optimizer": "adam"})
         )
 
-    def test_former_model_methods_are_functions_of_optim(self):
-        code = _python_blocks(DOCS / "migration.md")[4]
+    def test_former_model_methods_are_functions_of_eulbo(self):
+        code = _python_blocks(DOCS / "migration.md")[6]
         imports = [n for n in ast.parse(code).body if isinstance(n, ast.ImportFrom)]
-        (node,) = imports
-        module = importlib.import_module(node.module)
-        for alias in node.names:
-            self.assertTrue(callable(getattr(module, alias.name)))
-            self.assertRegex(code, rf"model\.{alias.name}\(")
+        self.assertEqual(len(imports), 2)
+        for node in imports:
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                self.assertTrue(callable(getattr(module, alias.name)))
+                self.assertRegex(code, rf"model\.{alias.name}\(")
 
 
 class TestApiReference(unittest.TestCase):

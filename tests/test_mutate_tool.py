@@ -43,7 +43,7 @@ class TestMutateTool(unittest.TestCase):
     def test_copy_holds_the_working_tree_and_leaves_it_alone(self):
         dest = Path(self.tmp.name) / "copy"
         self.tool.copy_tree(ROOT, dest)
-        for rel in ("botorch_ext/models/eulbo.py", "tools/mutate.py", "pyproject.toml"):
+        for rel in ("botorch_ext/eulbo/model.py", "tools/mutate.py", "pyproject.toml"):
             self.assertEqual((dest / rel).read_bytes(), (ROOT / rel).read_bytes())
         self.assertFalse((dest / ".git").exists())
         target = dest / "botorch_ext" / "validation.py"

@@ -89,8 +89,7 @@ class TestValidation(BotorchTestCase):
         # qES's representer points and EULBO's optimizer apply the same rule and
         # message; lower == upper used to pass EULBO's own check.
         from botorch_ext.acquisition import draw_representer_points
-        from botorch_ext.models import EULBOModel, EULBOOptions
-        from botorch_ext.optim import optimize_eulbo
+        from botorch_ext.eulbo import EULBOModel, optimize_eulbo
         from tests.acquisition.helpers import make_gp
 
         flat = torch.tensor([[0.0, 0.3], [1.0, 0.3]], dtype=torch.double)
@@ -98,8 +97,6 @@ class TestValidation(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, message):
             draw_representer_points(make_gp(), flat, num_points=4)
         X = torch.rand(12, 2, dtype=torch.double)
-        model = EULBOModel(
-            X, X.sum(-1, keepdim=True), num_inducing_points=4, options=EULBOOptions()
-        )
+        model = EULBOModel(X, X.sum(-1, keepdim=True), num_inducing_points=4)
         with self.assertRaisesRegex(ValueError, message):
             optimize_eulbo(model, flat)

@@ -14,10 +14,10 @@ restore and other checkouts are not disturbed. By default the unmutated copy is
 run first: a target that already fails proves nothing (``--no-baseline`` skips it).
 
 Example:
-    >>> # python tools/mutate.py botorch_ext/acquisition/eulbo_utilities.py \
+    >>> # python tools/mutate.py botorch_ext/eulbo/utilities.py \
     >>> #     --old "f.variance.clamp_min(0).sqrt().squeeze(-1)" \
     >>> #     --new "f.variance.clamp_min(0).squeeze(-1)" \
-    >>> #     -- tests/acquisition/test_eulbo_utilities.py -k ExpectedLogUtility
+    >>> #     -- tests/eulbo/test_utilities.py -k ExpectedLogUtility
     >>> # ... KILLED
 
 The exit status is 0 for ``KILLED``/``TIMEOUT``, 1 for ``SURVIVED`` and 2 for a

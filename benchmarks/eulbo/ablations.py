@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 
+from botorch_ext.eulbo import EULBO, ELBOFitOptions, EULBOOptions, JointOptions
 from botorch_ext.kernels import get_isotropic_rbf_kernel_with_dim_scaled_prior
 from botorch_ext.runner.kernels import svgp_ard_kernel
 from botorch_ext.runner.methods import register_method
@@ -46,16 +47,16 @@ def iso_prior_scaled_kernel(d: int) -> Kernel:
     return get_isotropic_rbf_kernel_with_dim_scaled_prior(d)
 
 
-_LBFGS = {"elbo_optimizer": "lbfgs"}
-_ADAM = {"elbo_optimizer": "adam"}
+_LBFGS = EULBOOptions(elbo=ELBOFitOptions(optimizer="lbfgs"))
+_ADAM = EULBOOptions(elbo=ELBOFitOptions(optimizer="adam"))
 
 # The ELBO fitted by L-BFGS on the collapsed bound (today's default for n <= 2000).
-eulbo_ei_lbfgs = SVGPMethod("ei", eulbo_options=_LBFGS, kernel=svgp_ard_kernel)
-elbo_svgp_lbfgs = SVGPMethod(None, eulbo_options=_LBFGS, kernel=svgp_ard_kernel)
+eulbo_ei_lbfgs = SVGPMethod("ei", options=_LBFGS, kernel=svgp_ard_kernel)
+elbo_svgp_lbfgs = SVGPMethod(None, options=_LBFGS, kernel=svgp_ard_kernel)
 # The joint phase by full-batch L-BFGS-B instead of minibatch Adam.
 eulbo_ei_joint_lbfgs = SVGPMethod(
     "ei",
-    eulbo_options={"elbo_optimizer": "lbfgs", "joint_optimizer": "lbfgs"},
+    options=_LBFGS.replace(joint=JointOptions(optimizer="lbfgs")),
     kernel=svgp_ard_kernel,
 )
 # TuRBO-EULBO with the Adam ELBO fit, with the utility's weight in the w-steps 0
@@ -64,15 +65,15 @@ eulbo_ei_joint_lbfgs = SVGPMethod(
 turbo_eulbo_ei_w0 = SVGPMethod(
     "ei",
     turbo=True,
-    eulbo_options=_ADAM,
-    model_kwargs={"utility_weight": 0.0},
+    options=_ADAM,
+    objective=EULBO(utility_weight=0.0),
     kernel=svgp_ard_kernel,
 )
 turbo_eulbo_ei_adam = SVGPMethod(
-    "ei", turbo=True, eulbo_options=_ADAM, kernel=svgp_ard_kernel
+    "ei", turbo=True, options=_ADAM, kernel=svgp_ard_kernel
 )
 turbo_elbo_svgp_adam = SVGPMethod(
-    None, turbo=True, eulbo_options=_ADAM, kernel=svgp_ard_kernel
+    None, turbo=True, options=_ADAM, kernel=svgp_ard_kernel
 )
 # Kernel ablations: the authors' isotropic kernel, its ARD version, and an
 # isotropic kernel with BoTorch's dimension-scaled prior (with and without an

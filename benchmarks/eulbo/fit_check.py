@@ -33,8 +33,7 @@ from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood, VariationalELBO
 from scipy.optimize import minimize
 
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import fit_elbo
+from botorch_ext.eulbo import EULBOModel, EULBOOptions, fit_elbo
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import environment
@@ -121,7 +120,7 @@ def main() -> None:
         ):
             t0 = time.perf_counter()
             options = EULBOOptions() if "default" in name else EULBOOptions.table1()
-            model = EULBOModel(X, Y, num_inducing_points=100, options=options)
+            model = EULBOModel(X, Y, num_inducing_points=100)
             steps = ""
             if name.startswith("prior"):
                 dist = model.model.variational_strategy._variational_distribution
@@ -133,7 +132,7 @@ def main() -> None:
             if name.startswith("L-BFGS"):
                 steps = f"({lbfgs(model, maxiter)} L-BFGS iterations)"
             else:
-                fit_elbo(model, seed=0)
+                fit_elbo(model, options, seed=0)
                 steps = model.last_fit["steps"]
             print(
                 f"| {n} | {name} | {full_elbo(model):.3f} | "

@@ -20,7 +20,7 @@ import time
 def main() -> None:
     import torch
 
-    from botorch_ext.optim.fit import collapsed_elbo, fit_elbo_collapsed
+    from botorch_ext.eulbo.collapsed import collapsed_elbo, fit_elbo_collapsed
     from botorch_ext.runner.methods import get_method
     from botorch_ext.runner.options import MethodOptions
     from botorch_ext.runner.problems import get_problem

@@ -34,8 +34,7 @@ from botorch.models import SingleTaskGP
 from botorch.test_functions import Hartmann
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from botorch_ext.models import EULBOModel
-from botorch_ext.optim import fit_elbo
+from botorch_ext.eulbo import EULBOModel, fit_elbo
 
 
 def data(name: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:

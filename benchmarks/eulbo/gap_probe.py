@@ -57,7 +57,8 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.optim import optimize_acqf
 from scipy.stats import spearmanr
 
-from botorch_ext.optim.fit import fit_elbo_collapsed
+from botorch_ext.eulbo import EULBO
+from botorch_ext.eulbo.collapsed import fit_elbo_collapsed
 from botorch_ext.runner.fitting import fit_model
 from botorch_ext.runner.loop import initial_design
 from botorch_ext.runner.options import MethodOptions
@@ -95,12 +96,12 @@ def _load_hypers(covar, likelihood, mean, h):
 
 def _elbo(model):
     r"""The per-datum ELBO at the model's own ``q(u)`` (all data, priors)."""
+    objective = EULBO()  # the runner's SVGP methods use the paper's scale
     model.train()
-    n = model.train_X_full.shape[-2]
     with torch.no_grad():
-        value = model.elbo(model.train_X_full, model.train_Y_std).item()
+        value = objective.elbo(model, model.train_X_full, model.train_Y_std).item()
     model.eval()
-    return value / n if model.elbo_scale == "sum" else value
+    return objective.per_datum(model, value)
 
 
 def _propose(model, Y, options, seed):

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import os
 import sys
 import warnings
@@ -41,8 +42,7 @@ import torch
 from botorch.acquisition import qLogNoisyExpectedImprovement
 from botorch.optim import optimize_acqf
 
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import fit_elbo
+from botorch_ext.eulbo import EULBO, EULBOModel, EULBOOptions, fit_elbo
 from botorch_ext.runner.methods import get_method
 from botorch_ext.runner.options import iteration_seed
 from botorch_ext.runner.problems import get_problem
@@ -82,20 +82,24 @@ def main() -> None:
             seed_i = iteration_seed(seed, Xn)
             torch.manual_seed(seed_i)
             if model is None:
-                # The run's own method: its EULBOOptions and model arguments.
+                # The run's own method: its options, objective and model arguments.
                 method = get_method(rows[0]["method"])
+                base = method.options or EULBOOptions()
+                options = base.replace(
+                    warm_start=dataclasses.replace(
+                        base.warm_start, num_restarts=10, raw_samples=256
+                    )
+                )
+                objective = method.objective or EULBO()
                 model = EULBOModel(
                     Xn,
                     Yn,
                     num_inducing_points=args.inducing,
-                    options=EULBOOptions.from_flat(
-                        num_restarts=10, raw_samples=256, **method.eulbo_options
-                    ),
                     **copy.deepcopy(method.model_kwargs),
                 )
             else:
                 model = model.carry_over(Xn, Yn)
-            fit_elbo(model, seed=seed_i)
+            fit_elbo(model, options, objective, seed=seed_i)
             if n not in checkpoints:
                 continue
             logged = float(rows[n]["model_noise"])  # the row proposed from n points

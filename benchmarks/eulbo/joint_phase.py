@@ -52,8 +52,14 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from botorch_ext.models import EULBOOptions
-from botorch_ext.optim import ignore_optimize_acqf_retry_warnings, optimize_eulbo
+from botorch_ext.eulbo import (
+    EULBO,
+    EULBOOptions,
+    JointOptions,
+    WarmStartOptions,
+    optimize_eulbo,
+)
+from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
 from botorch_ext.runner.loop import initial_design
 from botorch_ext.runner.methods import get_method
 from botorch_ext.runner.options import MethodOptions
@@ -63,20 +69,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
 from common import append_csv_row, environment  # noqa: E402
 
-#: name -> EULBOModel attributes changed on the copy before the joint phase.
+_WARM = WarmStartOptions(num_restarts=10, raw_samples=256)
+#: The options of the ELBO-SVGP step that the variants start from.
+_BASE = EULBOOptions(warm_start=_WARM)
+#: name -> the joint phase's (options, objective) on the copy of the fitted model.
 VARIANTS = {
-    "default (steps rule)": {},
-    "Table-1 rule": {"options": EULBOOptions.table1(num_restarts=10, raw_samples=256)},
-    "mean (authors' code)": {"elbo_scale": "mean"},
-    "sum, w=10": {"utility_weight": 10.0},
+    "default (steps rule)": (_BASE, EULBO()),
+    "Table-1 rule": (EULBOOptions.table1(warm_start=_WARM), EULBO()),
+    "mean (authors' code)": (_BASE, EULBO(elbo_scale="mean")),
+    "sum, w=10": (_BASE, EULBO(utility_weight=10.0)),
     # Section 7.8: the joint phase solved by full-batch L-BFGS-B, all of w or q(u).
-    "L-BFGS joint": {"options_overrides": {"joint_optimizer": "lbfgs"}},
-    "L-BFGS joint on q(u)": {
-        "options_overrides": {
-            "joint_optimizer": "lbfgs",
-            "joint_parameters": ("variational",),
-        }
-    },
+    "L-BFGS joint": (_BASE.replace(joint=JointOptions(optimizer="lbfgs")), EULBO()),
+    "L-BFGS joint on q(u)": (
+        _BASE.replace(
+            joint=JointOptions(optimizer="lbfgs", parameters=("variational",))
+        ),
+        EULBO(),
+    ),
 }
 
 
@@ -125,13 +134,8 @@ def main() -> None:
             fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
             exact = LogExpectedImprovement(gp, best_f=Y.max())
             for name in args.variants.split(","):
-                attrs = VARIANTS[name]
+                variant_options, objective = VARIANTS[name]
                 model = copy.deepcopy(base)
-                for key, value in attrs.items():
-                    if key == "options_overrides":
-                        model.options = model.options.replace(**value)
-                    else:
-                        setattr(model, key, value)
                 # Skip the ELBO fit (already converged in `base`), so the joint
                 # phase starts exactly from the ELBO-SVGP state.
                 before = copy.deepcopy(model)
@@ -144,6 +148,8 @@ def main() -> None:
                     utility=args.utility,
                     seed=seed * 100_003 + len(X),
                     refit=False,
+                    options=variant_options,
+                    objective=objective,
                 )
                 seconds = time.monotonic() - tic
                 info = model.last_optimization

@@ -25,8 +25,7 @@ import sys
 import torch
 from botorch.test_functions import Hartmann
 
-from botorch_ext.models import EULBOModel
-from botorch_ext.optim import optimize_eulbo
+from botorch_ext.eulbo import EULBOModel, optimize_eulbo
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import environment

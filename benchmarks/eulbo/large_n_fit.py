@@ -38,14 +38,13 @@ FIELDS = ["n", "variant", "seconds", "elbo", "collapsed_elbo", "test_rmse", "tes
 def fit(variant: str, X, Y, seed: int):
     import torch
 
-    from botorch_ext.models import EULBOModel, EULBOOptions
-    from botorch_ext.optim import fit_elbo
+    from botorch_ext.eulbo import ELBOFitOptions, EULBOModel, EULBOOptions, fit_elbo
 
     torch.manual_seed(seed)
-    options = EULBOOptions.from_flat(elbo_optimizer=variant)
-    model = EULBOModel(X, Y, num_inducing_points=100, options=options)
+    options = EULBOOptions(elbo=ELBOFitOptions(optimizer=variant))
+    model = EULBOModel(X, Y, num_inducing_points=100)
     tic = time.perf_counter()
-    fit_elbo(model, seed=seed)
+    fit_elbo(model, options, seed=seed)
     model.eval()
     return model, time.perf_counter() - tic
 
@@ -53,10 +52,13 @@ def fit(variant: str, X, Y, seed: int):
 def measure(model, X_test, Y_test) -> dict:
     import torch
 
-    from botorch_ext.optim.fit import collapsed_elbo
+    from botorch_ext.eulbo import EULBO
+    from botorch_ext.eulbo.collapsed import collapsed_elbo
 
+    objective = EULBO()
     with torch.no_grad():
-        elbo = model.per_datum(model.elbo(model.train_X_full, model.train_Y_std).item())
+        value = objective.elbo(model, model.train_X_full, model.train_Y_std).item()
+        elbo = objective.per_datum(model, value)
         post = model.posterior(X_test, observation_noise=True)
         mean, var = post.mean.squeeze(-1), post.variance.squeeze(-1)
         y = Y_test.squeeze(-1)

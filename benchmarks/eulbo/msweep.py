@@ -104,22 +104,26 @@ def run(args, method: str, m: int, seed: int, writer, handle, written=()) -> Non
 
 def _method(name: str):
     r"""A registered method, or ``NAME@authors``: the same with the per-datum
-    ELBO of the authors' code (``elbo_scale="authors"``)."""
+    ELBO of the authors' code (``EULBO(elbo_scale="mean")``)."""
     import copy
+    import dataclasses
 
+    from botorch_ext.eulbo import EULBO, EULBOOptions
     from botorch_ext.runner.methods import get_method
 
     if name.endswith("@authors"):
         method = copy.copy(get_method(name.removesuffix("@authors")))
-        method.model_kwargs = dict(method.model_kwargs) | {"elbo_scale": "mean"}
+        method.objective = EULBO(elbo_scale="mean")
         return method
     if name.endswith("@vi"):
         # The joint phase refines q(u) and Z only; the hyperparameters keep
         # the ELBO fit's values (Figure 3 of the paper).
         method = copy.copy(get_method(name.removesuffix("@vi")))
-        method.eulbo_options = dict(method.eulbo_options) | {
-            "joint_parameters": ("variational", "inducing_points")
-        }
+        options = method.options or EULBOOptions()
+        joint = dataclasses.replace(
+            options.joint, parameters=("variational", "inducing_points")
+        )
+        method.options = options.replace(joint=joint)
         return method
     return get_method(name)
 

@@ -44,8 +44,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from botorch_ext.models import EULBOModel
-from botorch_ext.optim import fit_elbo
+from botorch_ext.eulbo import EULBOModel, fit_elbo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
@@ -98,7 +97,7 @@ def refit_checkpoint(path: str, env: str, output: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         svgp = EULBOModel(X, Y, m, **kwargs)
-        fit_elbo(svgp)
+        fit_elbo(svgp, step.options, step.objective)
     name = os.path.basename(path).split("-init")[0]
     run = name.split("-", 1)[1]  # METHOD-mM-sSEED
     row = fit_row(run, X.shape[0], logged.likelihood.noise.item(), gp, svgp, env)

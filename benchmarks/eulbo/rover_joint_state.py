@@ -25,8 +25,16 @@ import warnings
 
 import torch
 
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import fit_elbo, optimize_eulbo
+from botorch_ext.eulbo import (
+    EULBO,
+    ELBOFitOptions,
+    EULBOModel,
+    EULBOOptions,
+    JointOptions,
+    WarmStartOptions,
+    fit_elbo,
+    optimize_eulbo,
+)
 from botorch_ext.runner.problems import get_problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,32 +70,28 @@ def main() -> None:
     bounds = torch.stack([torch.zeros(problem.dim), torch.ones(problem.dim)]).double()
     env = environment()
     fitted = {}
+    warm = WarmStartOptions(num_restarts=10, raw_samples=256)
     for fit, joint, blocks, weight in VARIANTS:
+        fit_options = EULBOOptions(elbo=ELBOFitOptions(optimizer=fit), warm_start=warm)
         if fit not in fitted:
-            model = EULBOModel(
-                X,
-                Y,
-                100,
-                options=EULBOOptions.from_flat(
-                    num_restarts=10, raw_samples=256, elbo_optimizer=fit
-                ),
-            )
+            model = EULBOModel(X, Y, 100)
             tic = time.monotonic()
-            fit_elbo(model, seed=args.seed)
+            fit_elbo(model, fit_options, seed=args.seed)
             fitted[fit] = (model, time.monotonic() - tic)
         base, fit_seconds = fitted[fit]
         model = copy.deepcopy(base)
-        model.utility_weight = weight
-        model.options = EULBOOptions.from_flat(
-            num_restarts=10,
-            raw_samples=256,
-            elbo_optimizer=fit,
-            joint_optimizer=joint,
-            joint_parameters=blocks,
+        options = fit_options.replace(
+            joint=JointOptions(optimizer=joint, parameters=blocks)
         )
         tic = time.monotonic()
         candidates, value = optimize_eulbo(
-            model, bounds, q=args.q, seed=args.seed + 1, refit=False
+            model,
+            bounds,
+            q=args.q,
+            seed=args.seed + 1,
+            refit=False,
+            options=options,
+            objective=EULBO(utility_weight=weight),
         )
         seconds = time.monotonic() - tic
         info = model.last_optimization

@@ -38,8 +38,7 @@ def fit_once(seed: int) -> dict:
     import torch
     from common import OtherCPU
 
-    from botorch_ext.models import EULBOModel
-    from botorch_ext.optim import fit_elbo
+    from botorch_ext.eulbo import EULBOModel, fit_elbo
 
     torch.manual_seed(seed)
     train_X = torch.rand(20, 2, dtype=torch.double)

@@ -19,7 +19,7 @@ References:
 
 from __future__ import annotations
 
-from typing import Protocol, cast
+from typing import cast
 
 import torch
 from botorch.acquisition.acquisition import OneShotAcquisitionFunction
@@ -127,7 +127,7 @@ class qLogSoftKG(OneShotAcquisitionFunction):
     a rank-one Gaussian update (``one_shot_fantasy_means``). ``c+`` is the
     paper's ``y+`` (the best observed value), the softplus temperature ``tau``
     is 1 on the paper's standardized scale. This is the utility term of the
-    KG-EULBO; ``botorch_ext.optim.optimize_eulbo(model, bounds, utility="kg")``
+    KG-EULBO; ``botorch_ext.eulbo.optimize_eulbo(model, bounds, utility="kg")``
     maximizes it jointly with the SVGP fit, and this class is the same quantity
     for a fixed model.
 
@@ -301,48 +301,11 @@ class qLogSoftKG(OneShotAcquisitionFunction):
         return log_soft_kg(self.fantasy_means(X), self.best_f, self.tau)
 
 
-class FantasyMeansModel(Protocol):
-    r"""A model that computes its own one-shot KG conditional means (``EULBOModel``)."""
+def __getattr__(name: str) -> object:
+    # Deprecated alias (0.2.0): the EULBO's own soft-KG term moved to its home
+    # (it takes ``best_f`` now).
+    from botorch_ext.deprecation import moved_name
 
-    def best_f(self) -> Tensor:
-        r"""The incumbent ``c+`` on the model's own (transformed) scale."""
-        ...
-
-    def fantasy_means(self, X: Tensor, base_samples: Tensor) -> Tensor:
-        r"""The ``batch_shape x S x q`` means ``E[f(x'_i) | D, (x_j, y_ij)]``."""
-        ...
-
-
-class qLogSoftKGModelScale(qLogSoftKG):
-    r"""``qLogSoftKG`` on a model's own transformed scale, with its own fantasy means.
-
-    The EULBO's soft-KG term [Maus2024eulbo]_ is defined on the model's
-    transformed (standardized) outcomes with ``c+ = y+`` (``model.best_f()``)
-    and temperature 1, with the conditional means of the model's latent SVGP
-    (``model.fantasy_means``). This acquisition function is that term, so that
-    ``optimize_acqf`` can warm-start the joint EULBO optimization on exactly
-    the EULBO's objective for any outcome transform. Inputs are
-    ``batch x (q + S) x d``: candidates, then the free points.
-
-    Example:
-        >>> acqf = qLogSoftKGModelScale(model, base_samples=torch.randn(32, 1))
-        >>> value = acqf(torch.rand(4, 33, 2))
-
-    Args:
-        model: A ``FantasyMeansModel`` that is also a BoTorch ``Model``, e.g.
-            ``EULBOModel``.
-        base_samples: ``S x q`` standard normal draws, fixed.
-    """
-
-    base_samples: Tensor
-
-    def __init__(self, model: FantasyMeansModel, base_samples: Tensor) -> None:
-        r"""Use ``model.best_f()`` as ``c+``; see the class docstring for the args."""
-        super().__init__(
-            model=cast(Model, model), best_f=model.best_f(), base_samples=base_samples
-        )
-
-    def fantasy_means(self, X: Tensor) -> Tensor:
-        r"""The model's own conditional means at ``X`` (``batch x (q + S) x d``)."""
-        model = cast(FantasyMeansModel, self.model)
-        return model.fantasy_means(X, self.base_samples)
+    return moved_name(
+        __name__, name, {"qLogSoftKGModelScale": "botorch_ext.eulbo.utilities"}
+    )

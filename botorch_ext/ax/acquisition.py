@@ -9,7 +9,7 @@ the candidates ``x`` and the variational state ``w`` together on
 
     L_ELBO(w) + E_{q_w(f)} log u(x, f).
 
-``EULBOAcquisition`` replaces Ax's optimizer by ``botorch_ext.optim.optimize_eulbo``
+``EULBOAcquisition`` replaces Ax's optimizer by ``botorch_ext.eulbo.optimize_eulbo``
 (a warm start by ``optimize_acqf`` on the matching acquisition, then the joint
 steps), with the utility chosen in Ax's ``acquisition_options``: ``"ei"`` (soft
 improvement) or ``"kg"`` (one-shot soft knowledge gradient). The Ax
@@ -52,8 +52,8 @@ from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
-from botorch_ext.models import EULBOModel
-from botorch_ext.optim import optimize_eulbo
+from botorch_ext.ax.surrogate import eulbo_settings
+from botorch_ext.eulbo import EULBO, EULBOModel, EULBOOptions, optimize_eulbo
 
 #: The utilities of the joint step (``acquisition_options={"utility": ...}``).
 UTILITIES = ("ei", "kg")
@@ -149,7 +149,8 @@ class EULBOAcquisition(Acquisition):
 
         Selection from a ``candidate_set`` is Ax's (``Acquisition.optimize``).
         ``optimizer_options`` (Ax's ``optimize_acqf`` settings) do not apply:
-        the joint step's budget is the model's ``EULBOOptions``.
+        the joint step's budget is the ``EULBOOptions`` of the model's
+        ``ModelConfig.mll_options`` (``botorch_ext.ax.surrogate.eulbo_settings``).
 
         Args:
             n: Number of candidates ``q``.
@@ -205,8 +206,15 @@ class EULBOAcquisition(Acquisition):
         bounds = torch.tensor(
             search_space_digest.bounds, dtype=model.train_Y_std.dtype
         ).t()
+        options, objective = self._settings()
         candidates, value = optimize_eulbo(
-            model, bounds, q=n, utility=self.utility, seed=self.seed
+            model,
+            bounds,
+            q=n,
+            utility=self.utility,
+            seed=self.seed,
+            options=options,
+            objective=objective,
         )
         candidates = candidates.detach()
         if rounding_func is not None:
@@ -215,11 +223,22 @@ class EULBOAcquisition(Acquisition):
         weights = torch.ones(n, dtype=candidates.dtype)
         return candidates, value.detach().reshape(()), weights
 
+    def _settings(self) -> tuple[EULBOOptions, EULBO]:
+        r"""The ``(EULBOOptions, EULBO)`` of the surrogate's ``EULBOModel`` config."""
+        configs = self.surrogate.metric_to_best_model_config
+        config = next(iter(configs.values()), None) if configs else None
+        if config is None:
+            config = self.surrogate.surrogate_spec.model_configs[0]
+        with warnings.catch_warnings():
+            # The surrogate warned about a config of 0.1.0 when it built the model.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return eulbo_settings(config)
+
 
 def negated_model(model: EULBOModel, dataset: SupervisedDataset) -> EULBOModel:
     r"""An ``EULBOModel`` of ``-Y`` on the same data, for a minimized objective.
 
-    The settings, the input transform and the fitted kernel are copied;
+    The input transform and the fitted kernel are copied;
     ``q(u)`` starts at its closed-form optimum and the inducing points are
     allocated afresh, as for a first model.
 
@@ -240,10 +259,6 @@ def negated_model(model: EULBOModel, dataset: SupervisedDataset) -> EULBOModel:
         num_inducing_points=getattr(
             model, "requested_inducing_points", model.num_inducing_points
         ),
-        elbo_scale=model.elbo_scale,
-        utility_weight=model.utility_weight,
-        alternation=model.alternation,
-        options=model.options,
         input_transform=copy.deepcopy(input_transform),
         covar_module=copy.deepcopy(model.model.covar_module),
     )

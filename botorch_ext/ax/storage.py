@@ -12,9 +12,10 @@ objects by their type name. This module adds, each under its class name:
   (``botorch_model_class``), and the variational bounds that fit the latter
   (``mll_class``);
 * ``EULBOAcquisition`` (``acquisition_class``);
-* ``EULBOOptions`` and its groups in ``model_options`` (dataclasses, which
-  Ax's JSON encoder writes field by field; the decoders rebuild them, tuples
-  included, and read the flat form that botorch_ext 0.1.0 stored).
+* ``EULBOOptions`` and its groups, and the objective ``EULBO``, in
+  ``mll_options`` (dataclasses, which Ax's JSON encoder writes field by field;
+  the decoders rebuild them, tuples included, and read the flat form of the
+  options that botorch_ext 0.1.0 stored in ``model_options``).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from gpytorch.kernels import Kernel
 
 from botorch_ext.ax.acquisition import EULBOAcquisition
 from botorch_ext.ax.surrogate import APPROXIMATE_MLLS
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.models.eulbo_options import FLAT_FIELDS, GROUPS
+from botorch_ext.eulbo import EULBO, EULBOModel, EULBOOptions
+from botorch_ext.eulbo.options import FLAT_FIELDS, GROUPS, options_from_flat
 
 #: Names under which earlier versions stored a class, by the class's current name:
 #: experiments stored with them still load.
@@ -50,8 +51,8 @@ def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
 
     Ax's encoder writes the options group by group (each group a dataclass of
     its own, decoded by ``options_group_from_json``); experiments stored by
-    botorch_ext 0.1.0 hold the flat fields (``FLAT_FIELDS``), which are read as
-    ``EULBOOptions.from_flat`` reads them.
+    botorch_ext 0.1.0 hold the flat fields (``FLAT_FIELDS``), which are read
+    without a warning (``options_from_flat``).
 
     Example:
         >>> eulbo_options_from_json(max_steps=200, joint_parameters=["variational"])
@@ -68,7 +69,7 @@ def eulbo_options_from_json(**fields: Any) -> EULBOOptions:
             f"Stored EULBOOptions has unknown fields {unknown}; this version of "
             "botorch_ext cannot read it."
         )
-    return EULBOOptions.from_flat(**_tuples(fields))
+    return options_from_flat(_tuples(fields))
 
 
 def options_group_from_json(group_class: type) -> Callable[..., Any]:
@@ -122,6 +123,7 @@ def register_storage(
         register_mll(mll_class)
     register_acquisition(EULBOAcquisition)
     CORE_DECODER_REGISTRY[EULBOOptions.__name__] = eulbo_options_from_json
+    CORE_DECODER_REGISTRY[EULBO.__name__] = EULBO
     for group_class in GROUPS.values():
         CORE_DECODER_REGISTRY[group_class.__name__] = options_group_from_json(
             group_class

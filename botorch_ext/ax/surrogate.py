@@ -32,11 +32,18 @@ BoTorch's ``SingleTaskVariationalGP`` and for ``EULBOModel``:
   ``num_data`` set to the current number of observations. Ax fills in
   ``ExactMarginalLogLikelihood`` when no ``mll_class`` is given; for these
   models it means GPyTorch's ``VariationalELBO``. ``EULBOModel`` is fitted by
-  ``botorch_ext.optim.fit_elbo`` (by default L-BFGS on the collapsed bound,
-  on ``lbfgs_max_n`` points drawn at random above that ``n``, as its
-  ``EULBOOptions`` say); ``SingleTaskVariationalGP`` by
-  BoTorch's ``fit_gpytorch_mll`` with any of the approximate bounds in
-  ``APPROXIMATE_MLLS``.
+  ``botorch_ext.eulbo.fit_elbo`` (by default L-BFGS on the collapsed bound,
+  on ``lbfgs_max_n`` points drawn at random above that ``n``), with the
+  settings in ``ModelConfig.mll_options``, Ax's home for a fit's settings:
+  ``{"options": EULBOOptions(...), "objective": EULBO(...)}`` (both
+  optional; ``EULBOAcquisition``'s joint step reads the same).
+  ``SingleTaskVariationalGP`` is fitted by BoTorch's ``fit_gpytorch_mll``
+  with any of the approximate bounds in ``APPROXIMATE_MLLS``.
+* **The form of 0.1.0.** ``model_options={"options": ..., "elbo_scale": ...,
+  "utility_weight": ..., "alternation": ...}`` (``options`` also as a dict of
+  flat names) still works, with a ``DeprecationWarning``: the settings are read
+  into the grouped form (``eulbo_settings``), so stored experiments of that
+  version load and run as before.
 
 References:
     .. [Maus2024eulbo]
@@ -78,8 +85,9 @@ from gpytorch.mlls import (
 )
 from torch import Tensor
 
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import fit_elbo
+from botorch_ext.eulbo import EULBO, EULBOModel, EULBOOptions, fit_elbo
+from botorch_ext.eulbo.model import MOVED_SETTINGS
+from botorch_ext.eulbo.options import options_from_flat
 
 #: The variational bounds that fit a ``SingleTaskVariationalGP`` in Ax.
 APPROXIMATE_MLLS = (
@@ -90,6 +98,53 @@ APPROXIMATE_MLLS = (
 
 #: The ``model_options`` key that this module, not the model, consumes.
 WARM_START = "warm_start"
+
+#: The ``mll_options`` keys of an ``EULBOModel``'s fit and joint step.
+EULBO_SETTINGS = ("options", "objective")
+
+
+def eulbo_settings(model_config: ModelConfig) -> tuple[EULBOOptions, EULBO]:
+    r"""The ``EULBOOptions`` and ``EULBO`` of an ``EULBOModel``'s ``ModelConfig``.
+
+    From ``mll_options`` (``"options"``, ``"objective"``), or, for the form of
+    botorch_ext 0.1.0, from the settings in ``model_options`` (``options`` as
+    an ``EULBOOptions`` or a dict of flat names, ``elbo_scale``,
+    ``utility_weight``, ``alternation``); defaults for what neither names.
+
+    Example:
+        >>> options, objective = eulbo_settings(model_config)
+
+    Args:
+        model_config: Ax's ``ModelConfig`` of an ``EULBOModel``.
+
+    Returns:
+        ``(options, objective)``.
+
+    Raises:
+        UserInputError: For settings of the wrong type.
+    """
+    mll_options = model_config.mll_options or {}
+    legacy = {
+        k: v
+        for k, v in (model_config.model_options or {}).items()
+        if k in MOVED_SETTINGS
+    }
+    options = mll_options.get("options", legacy.get("options", EULBOOptions()))
+    if isinstance(options, dict):
+        options = options_from_flat(options)
+    if "alternation" in legacy and "options" not in mll_options:
+        joint = dataclasses.replace(options.joint, alternation=legacy["alternation"])
+        options = dataclasses.replace(options, joint=joint)
+    objective = mll_options.get("objective")
+    if objective is None:
+        fields = ("elbo_scale", "utility_weight", "incumbent")
+        objective = EULBO(**{k: legacy[k] for k in fields if k in legacy})
+    if not isinstance(options, EULBOOptions) or not isinstance(objective, EULBO):
+        raise UserInputError(
+            "`mll_options` of an EULBOModel take `options` (an EULBOOptions) and "
+            f"`objective` (an EULBO); got {options!r} and {objective!r}."
+        )
+    return options, objective
 
 
 def last_eulbo_model(
@@ -145,7 +200,12 @@ def _model_kwargs(
     r"""Check ``model_options`` against the model's constructor, by name."""
     parameters = inspect.signature(model_class.__init__).parameters
     reserved = {"self", "train_X", "train_Y", "previous_model"}
-    allowed = sorted(set(parameters) - reserved)
+    named = {
+        name
+        for name, p in parameters.items()
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    }
+    allowed = sorted(named - reserved)
     for name in model_options:
         if name not in allowed:
             raise UserInputError(
@@ -250,18 +310,19 @@ def construct_eulbo_inputs(
 
     Registered with Ax's ``submodel_input_constructor`` by
     ``botorch_ext.ax.register()``. ``model_options`` are ``EULBOModel``'s
-    keyword arguments (``num_inducing_points``, ``elbo_scale``,
-    ``utility_weight``, ``alternation``, ``carry_state``, ``options`` as an
-    ``EULBOOptions`` or a dict of its flat settings, as
-    ``EULBOOptions.from_flat`` takes them), plus ``warm_start`` (default True):
-    pass the model this surrogate built last as ``previous_model`` when
-    the new training inputs extend its inputs (Algorithm 1 of
-    [Maus2024eulbo]_; see the module docstring).
+    keyword arguments (``num_inducing_points``, ``carry_state``), plus
+    ``warm_start`` (default True): pass the model this surrogate built last as
+    ``previous_model`` when the new training inputs extend its inputs
+    (Algorithm 1 of [Maus2024eulbo]_; see the module docstring). The fit's
+    settings belong in ``mll_options``; those of 0.1.0 in ``model_options``
+    are moved there (into this call's copy of the config) with a
+    ``DeprecationWarning``.
 
     Example:
         >>> ModelConfig(
         ...     botorch_model_class=EULBOModel,
-        ...     model_options={"num_inducing_points": 50, "options": {"tol": 0.01}},
+        ...     model_options={"num_inducing_points": 50},
+        ...     mll_options={"options": EULBOOptions.authors()},
         ... )
 
     Returns:
@@ -273,9 +334,21 @@ def construct_eulbo_inputs(
         raise UserInputError(
             f"`model_options['{WARM_START}']` must be a bool, got {warm_start!r}."
         )
+    legacy = sorted(set(options) & set(MOVED_SETTINGS))
+    if legacy:
+        warnings.warn(
+            f"`model_options` {legacy} of EULBOModel are deprecated: the fit's "
+            "settings go in `mll_options={'options': EULBOOptions(...), "
+            "'objective': EULBO(...)}` since botorch_ext 0.2.0.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        settings = eulbo_settings(model_config)
+        # Ax fits (and stores nothing of) this call's copy of the config.
+        model_config.mll_options = dict(zip(EULBO_SETTINGS, settings, strict=True))
+        for name in legacy:
+            options.pop(name)
     kwargs = _model_kwargs(botorch_model_class, options)
-    if isinstance(kwargs.get("options"), dict):
-        kwargs["options"] = EULBOOptions.from_flat(**kwargs["options"])
     inputs = _base_inputs(
         botorch_model_class, model_config, dataset, search_space_digest, surrogate
     )
@@ -296,9 +369,10 @@ def fit_variational_gp(
     The bound is ``mll_class(model.likelihood, model.model, num_data=n, **
     mll_options)`` with ``n`` the current number of observations (Ax's default
     ``ExactMarginalLogLikelihood`` stands for ``VariationalELBO``).
-    ``EULBOModel`` is fitted by ``fit_elbo(model)`` (settings in its
-    ``options``), which needs the ``VariationalELBO`` without ``mll_options``;
-    other models by BoTorch's ``fit_gpytorch_mll``.
+    ``EULBOModel`` is fitted by ``fit_elbo(model, options, objective)`` with
+    the ``options`` and ``objective`` of ``mll_options`` (see
+    ``eulbo_settings``), which needs the ``VariationalELBO``; other models by
+    BoTorch's ``fit_gpytorch_mll``.
 
     Example:
         >>> fit_botorch_model(model, mll_class=ExactMarginalLogLikelihood)
@@ -310,7 +384,8 @@ def fit_variational_gp(
 
     Raises:
         UnsupportedError: For a bound that is not a variational one, or
-            ``mll_options`` with ``EULBOModel``.
+            ``mll_options`` other than ``options`` and ``objective`` with
+            ``EULBOModel``.
     """
     mll_options = dict(mll_options or {})
     if mll_class is None or mll_class is ExactMarginalLogLikelihood:
@@ -322,13 +397,16 @@ def fit_variational_gp(
             f"{[c.__name__ for c in APPROXIMATE_MLLS]}."
         )
     if isinstance(model, EULBOModel):
-        if mll_class is not VariationalELBO or mll_options:
+        unknown = sorted(set(mll_options) - set(EULBO_SETTINGS))
+        if mll_class is not VariationalELBO or unknown:
             raise UnsupportedError(
                 "EULBOModel is fitted by its own ELBO fit, configured by "
-                "`model_options['options']` (EULBOOptions); got `mll_class` "
-                f"{mll_class.__name__} and `mll_options` {mll_options}."
+                "`mll_options={'options': EULBOOptions(...), 'objective': "
+                f"EULBO(...)}}`; got `mll_class` {mll_class.__name__} and "
+                f"`mll_options` {mll_options}."
             )
-        fit_elbo(model)
+        options, objective = eulbo_settings(ModelConfig(mll_options=mll_options))
+        fit_elbo(model, options, objective)
         model.eval()
         return
     mll_options.setdefault("num_data", model.model.train_targets.shape[-1])

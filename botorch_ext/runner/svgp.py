@@ -7,6 +7,7 @@ next, optionally in a TuRBO trust region.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable
@@ -18,15 +19,18 @@ from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 from gpytorch.likelihoods import GaussianLikelihood
 from torch import Tensor
 
-from botorch_ext.kernels.utils import kernel_lengthscale
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.models.eulbo_options import AUTHORS_WINDOW
-from botorch_ext.optim import (
+from botorch_ext.eulbo import (
+    AUTHORS_WINDOW,
+    EULBO,
+    EULBOModel,
+    EULBOOptions,
     fit_elbo,
-    ignore_optimize_acqf_retry_warnings,
     optimize_eulbo,
+    warm_start,
 )
-from botorch_ext.optim.optimize import warm_start
+from botorch_ext.eulbo.model import MOVED_SETTINGS
+from botorch_ext.kernels.utils import kernel_lengthscale
+from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
 from botorch_ext.runner.options import MethodOptions, iteration_seed
 from botorch_ext.runner.protocol import Proposal
 from botorch_ext.runner.transforms import StandardizeOnce
@@ -67,13 +71,14 @@ class SVGPMethod:
             ELBO baseline (``fit_elbo``, then ``qLogExpectedImprovement`` under
             the SVGP).
         turbo: Restrict proposals to a TuRBO trust region.
-        eulbo_options: Further ``EULBOOptions`` settings under their flat
-            names (``EULBOOptions.from_flat``, e.g.
-            ``{"elbo_optimizer": "lbfgs"}``); the runner's ``num_restarts``
-            and ``raw_samples`` are always passed.
+        eulbo_options: Deprecated (0.2.0): settings under the flat names of
+            0.1.0 (``FLAT_FIELDS``); pass ``options`` instead.
         model_kwargs: Further ``EULBOModel`` arguments of the first model
-            (e.g. ``{"utility_weight": 0.0}``); ``carry_over`` keeps them.
-            Each run gets its own copy.
+            (e.g. ``{"carry_state": False}``); ``carry_over`` keeps them.
+            Each run gets its own copy. The settings that moved out of the
+            model in 0.2.0 (``elbo_scale``, ``utility_weight``,
+            ``alternation``) are still read here, with a
+            ``DeprecationWarning``, into ``objective`` and ``options``.
         kernel: Makes the SVGP's kernel for ``d``-dimensional inputs (called
             once per run, at its first model; ``carry_over`` copies it on);
             ``None`` for ``EULBOModel``'s default. The runner's registered
@@ -88,10 +93,15 @@ class SVGPMethod:
             standardized once by the initial design (``StandardizeOnce``), and,
             with ``turbo``, their trust region: a failure tolerance of 32
             batches and a plain cube (no lengthscale weighting).
-            ``eulbo_options``, ``model_kwargs`` and ``kernel`` must then be
-            left out, and the runner's ``num_restarts`` and ``raw_samples``
-            give way to the preset's 10 and 256. None (the default): the
+            ``eulbo_options``, ``model_kwargs``, ``kernel``, ``options`` and
+            ``objective`` must then be left out, and the runner's
+            ``num_restarts`` and ``raw_samples`` give way to the preset's 10
+            and 256. None (the default): the
             package's own settings.
+        options: The ``EULBOOptions`` of ``fit_elbo`` and ``optimize_eulbo``;
+            the runner's ``num_restarts`` and ``raw_samples`` replace their
+            ``warm_start`` budget. ``EULBOOptions()`` if None.
+        objective: The ``EULBO`` objective; ``EULBO()`` if None.
     """
 
     model_based = True
@@ -108,20 +118,35 @@ class SVGPMethod:
         model_kwargs: dict[str, Any] | None = None,
         kernel: Callable[[int], Kernel] | None = None,
         preset: str | None = None,
+        options: EULBOOptions | None = None,
+        objective: EULBO | None = None,
     ) -> None:
         r"""Store the settings; see the class docstring for the args."""
         if preset not in (None, "authors"):
             raise ValueError(f"`preset` must be None or 'authors', got {preset!r}.")
-        if preset is not None and (eulbo_options or model_kwargs or kernel):
+        given = eulbo_options or model_kwargs or kernel or options or objective
+        if preset is not None and given:
             raise ValueError(
                 "`preset='authors'` sets the options, model and kernel itself; "
-                "leave out `eulbo_options`, `model_kwargs` and `kernel`."
+                "leave out `eulbo_options`, `model_kwargs`, `kernel`, `options` "
+                "and `objective`."
             )
         self.utility = utility
         self.kernel = kernel
         self.turbo = turbo
-        self.eulbo_options = dict(eulbo_options or {})
         self.model_kwargs = dict(model_kwargs or {})
+        self.eulbo_options = dict(eulbo_options or {})
+        moved = sorted(set(self.model_kwargs) & set(MOVED_SETTINGS))
+        if self.eulbo_options or moved:
+            warnings.warn(
+                "SVGPMethod(eulbo_options=...) with the flat names of 0.1.0 and "
+                f"model_kwargs with the settings {moved} are deprecated: "
+                "EULBOModel holds no fit settings since 0.2.0; pass "
+                "options=EULBOOptions(...) and objective=EULBO(...).",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        self.options, self.objective = options, objective
         self.preset = preset
 
     def new_run(self) -> _SVGPRun:
@@ -129,13 +154,41 @@ class SVGPMethod:
         # A copy per run: a kernel passed as `covar_module` holds fitted state.
         if self.preset == "authors":
             return _AuthorsSVGPRun(self.utility, self.turbo)
-        return _SVGPRun(
-            self.utility,
-            self.turbo,
-            self.eulbo_options,
-            copy.deepcopy(self.model_kwargs),
-            self.kernel,
+        model_kwargs = copy.deepcopy(self.model_kwargs)
+        options, objective = _settings(
+            self.options, self.objective, self.eulbo_options, model_kwargs
         )
+        return _SVGPRun(
+            self.utility, self.turbo, options, objective, model_kwargs, self.kernel
+        )
+
+
+def _settings(
+    options: EULBOOptions | None,
+    objective: EULBO | None,
+    flat: dict[str, Any],
+    model_kwargs: dict[str, Any],
+) -> tuple[EULBOOptions, EULBO]:
+    r"""The run's options and objective, the deprecated forms folded in.
+
+    ``flat``: settings under the flat names of 0.1.0; ``model_kwargs``: the
+    settings that ``EULBOModel`` took before 0.2.0 are popped from it.
+    """
+    options = EULBOOptions() if options is None else options
+    objective = EULBO() if objective is None else objective
+    if flat:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            options = options.replace(**flat)
+    moved = {k: model_kwargs.pop(k) for k in list(model_kwargs) if k in MOVED_SETTINGS}
+    if "options" in moved:
+        options = moved["options"]
+    if "alternation" in moved:
+        joint = dataclasses.replace(options.joint, alternation=moved["alternation"])
+        options = options.replace(joint=joint)
+    fields = ("elbo_scale", "utility_weight", "incumbent")
+    changes = {k: moved[k] for k in fields if k in moved}
+    return options, dataclasses.replace(objective, **changes) if changes else objective
 
 
 class _SVGPRun(TrustRegion):
@@ -143,7 +196,8 @@ class _SVGPRun(TrustRegion):
         self,
         utility: str | None,
         turbo: bool,
-        eulbo_options: dict[str, Any] | None = None,
+        settings: EULBOOptions | None = None,
+        objective: EULBO | None = None,
         model_kwargs: dict[str, Any] | None = None,
         kernel: Callable[[int], Kernel] | None = None,
     ) -> None:
@@ -151,7 +205,10 @@ class _SVGPRun(TrustRegion):
         self.kernel = kernel
         self.utility = utility
         self.turbo = turbo
-        self.eulbo_options = eulbo_options or {}
+        self.base_options = EULBOOptions() if settings is None else settings
+        #: The options and objective of the last proposal.
+        self.options = self.base_options
+        self.objective = EULBO() if objective is None else objective
         self.model_kwargs = model_kwargs or {}
         self.previous: EULBOModel | None = None
 
@@ -175,16 +232,19 @@ class _SVGPRun(TrustRegion):
                 train_X,
                 train_Y,
                 num_inducing_points=options.num_inducing_points,
-                options=EULBOOptions.from_flat(
-                    num_restarts=options.num_restarts,
-                    raw_samples=options.raw_samples,
-                    **self.eulbo_options,
-                ),
                 **self.model_kwargs,
                 **kernel_kwargs,
             )
         else:
             model = self.previous.carry_over(train_X, train_Y)
+        settings = self.base_options.replace(
+            warm_start=dataclasses.replace(
+                self.base_options.warm_start,
+                num_restarts=options.num_restarts,
+                raw_samples=options.raw_samples,
+            )
+        )
+        self.options = settings
         region = bounds
         if self.turbo:
             # The box's lengthscales come from the previous fit (or the prior's
@@ -195,7 +255,7 @@ class _SVGPRun(TrustRegion):
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
-                fit_elbo(model, seed=seed_i)
+                fit_elbo(model, settings, self.objective, seed=seed_i)
                 fit_seconds = time.monotonic() - tic
                 candidates = maximize_qlogei(model, train_Y, region, q, options)
             else:
@@ -204,14 +264,22 @@ class _SVGPRun(TrustRegion):
                 # acquisition.
                 fit_seconds = time.monotonic() - tic
                 candidates, _ = optimize_eulbo(
-                    model, region, q=q, utility=self.utility, seed=seed_i
+                    model,
+                    region,
+                    q=q,
+                    utility=self.utility,
+                    seed=seed_i,
+                    options=settings,
+                    objective=self.objective,
                 )
         diagnostics = model.diagnostics()
         if self.utility is None and q == 1:
             # The same utility term EULBO maximizes, for comparison in the logs.
             with torch.no_grad():
-                diagnostics["utility"] = model.expected_log_utility(
-                    candidates.detach().unsqueeze(0)
+                diagnostics["utility"] = self.objective.expected_log_utility(
+                    model,
+                    candidates.detach().unsqueeze(0),
+                    num_quadrature_points=settings.utility.num_quadrature_points,
                 ).item()
         self.previous = model
         self.n_seen = train_Y.shape[0]
@@ -247,18 +315,17 @@ class _AuthorsSVGPRun(_SVGPRun):
             self.outcome_transform.train()
             self.outcome_transform(train_Y)
         X, Y = train_X[-AUTHORS_WINDOW:], train_Y[-AUTHORS_WINDOW:]
-        incumbent = float(train_Y.max())
+        # The per-datum ELBO of the window, the incumbent over all the data.
+        objective = EULBO(elbo_scale="mean", incumbent=float(train_Y.max()))
+        self.objective = objective
         if self.previous is None:
             model = EULBOModel(
                 X,
                 Y,
                 num_inducing_points=options.num_inducing_points,
-                elbo_scale="mean",
-                options=self.options,
                 outcome_transform=self.outcome_transform,
                 covar_module=ScaleKernel(RBFKernel()).to(train_X),
                 likelihood=GaussianLikelihood().to(train_X),
-                incumbent=incumbent,
             )
             # q(u) starts as in the authors' code: GPyTorch initializes it from
             # the prior at the first training step (not at its optimum).
@@ -266,9 +333,6 @@ class _AuthorsSVGPRun(_SVGPRun):
             strategy.variational_params_initialized.fill_(0)
         else:
             model = self.previous.carry_over(X, Y)
-            model.incumbent = model.outcome_transform(train_Y.max().reshape(1, 1))[
-                0
-            ].squeeze()
         region = bounds
         if self.turbo:
             region = self._trust_region(train_X, train_Y, bounds, q, None)
@@ -276,13 +340,26 @@ class _AuthorsSVGPRun(_SVGPRun):
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()
             if self.utility is None:
-                fit_elbo(model, seed=seed_i)
+                fit_elbo(model, self.options, objective, seed=seed_i)
                 fit_seconds = time.monotonic() - tic
-                candidates = warm_start(model, region, q, seed_i)
+                candidates = warm_start(
+                    model,
+                    region,
+                    q,
+                    seed_i,
+                    options=self.options,
+                    objective=objective,
+                )
             else:
                 fit_seconds = time.monotonic() - tic
                 candidates, _ = optimize_eulbo(
-                    model, region, q=q, utility=self.utility, seed=seed_i
+                    model,
+                    region,
+                    q=q,
+                    utility=self.utility,
+                    seed=seed_i,
+                    options=self.options,
+                    objective=objective,
                 )
         diagnostics = model.diagnostics()
         self.previous = model

@@ -188,19 +188,19 @@ class TestQLogSoftKG(BotorchTestCase):
         # On an EULBOModel the acquisition (original scale, c+ = the best
         # observation, tau = the outcome standard deviation) is the EULBO's
         # soft-KG term (standardized scale, c+ = y+, tau = 1).
-        from botorch_ext.models import EULBOModel, EULBOOptions
-        from botorch_ext.optim import fit_elbo
+        from botorch_ext.eulbo import (
+            EULBOModel,
+            EULBOOptions,
+            StoppingOptions,
+            fit_elbo,
+        )
+        from botorch_ext.eulbo.utilities import soft_kg_log_utility
 
         gen = torch.Generator().manual_seed(6)
         train_X = torch.rand(30, 2, generator=gen, dtype=torch.double)
         train_Y = 50.0 + 20.0 * torch.sin(5 * train_X).sum(-1, keepdim=True)
-        model = EULBOModel(
-            train_X,
-            train_Y,
-            num_inducing_points=10,
-            options=EULBOOptions.from_flat(max_steps=40),
-        )
-        fit_elbo(model)
+        model = EULBOModel(train_X, train_Y, num_inducing_points=10)
+        fit_elbo(model, EULBOOptions(stopping=StoppingOptions(max_steps=40)))
         eps = torch.randn(5, 2, generator=gen, dtype=torch.double)
         acqf = qLogSoftKG(
             model,
@@ -211,7 +211,10 @@ class TestQLogSoftKG(BotorchTestCase):
         X = torch.rand(3, 7, 2, generator=gen, dtype=torch.double)
         with torch.no_grad():
             self.assertAllClose(
-                acqf(X), model.soft_kg_log_utility(X, eps), atol=1e-8, rtol=1e-8
+                acqf(X),
+                soft_kg_log_utility(model, X, eps, model.train_Y_std.max()),
+                atol=1e-8,
+                rtol=1e-8,
             )
 
     def test_input_constructor(self):

@@ -7,12 +7,12 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.utils.testing import BotorchTestCase
 
 #: A short SVGP fit for tests of shapes, bounds and state (not of fit quality).
-from botorch_ext.optim import fit as svgp_fit
+from botorch_ext.eulbo import fit as svgp_fit
 from botorch_ext.runner import acquisition, fitting, kernels, methods, svgp
 from botorch_ext.runner.fitting import fit_model
 from botorch_ext.runner.methods import METHODS, get_method
 from botorch_ext.runner.options import MethodOptions
-from tests.models.helpers import options_with
+from tests.eulbo.helpers import options_with
 
 SHORT_SVGP_FIT = options_with(max_steps=40, check_every=10)
 
@@ -322,8 +322,8 @@ class TestMethods(BotorchTestCase):
                 with mock.patch.object(svgp, "EULBOOptions", eulbo_options):
                     run = method.new_run()
                     run.propose(X, Y, bounds, 1, 0, options)
-                self.assertEqual(run.previous.options.elbo.optimizer, choice)
-                self.assertEqual(run.previous.options.warm_start.num_restarts, 1)
+                self.assertEqual(run.options.elbo.optimizer, choice)
+                self.assertEqual(run.options.warm_start.num_restarts, 1)
         self.assertEqual(calls, [(500, None), (500, None), (500, 11)])
 
     def test_turbo_exact_gp(self):
@@ -371,7 +371,7 @@ class TestAuthorsPreset(BotorchTestCase):
             run.propose(X, Y, bounds, 1, 0, options)
             model = run.previous
             # The per-datum ELBO of the last 100 points.
-            self.assertEqual(model.elbo_scale, "mean")
+            self.assertEqual(run.objective.elbo_scale, "mean")
             self.assertTrue(torch.equal(model.train_X_full, X[-100:]))
             # Standardized once, by the first 100 points (the initial design).
             tf = model.outcome_transform
@@ -380,8 +380,9 @@ class TestAuthorsPreset(BotorchTestCase):
             self.assertAllClose(tf.stdvs.squeeze(), Y[:100].std())
             # The incumbent is the best of all points, on that scale.
             expected = (Y.max() - Y[:100].mean()) / Y[:100].std()
-            self.assertAllClose(model.best_f(), expected)
-            self.assertGreater(model.best_f().item(), model.train_Y_std.max().item())
+            best_f = run.objective.best_f(model)
+            self.assertAllClose(best_f, expected)
+            self.assertGreater(best_f.item(), model.train_Y_std.max().item())
             # Their kernel and likelihood, without priors.
             covar = model.model.covar_module
             self.assertIs(type(covar), ScaleKernel)
@@ -390,24 +391,24 @@ class TestAuthorsPreset(BotorchTestCase):
             self.assertEqual(len(list(model.model.named_priors())), 0)
             self.assertEqual(len(list(model.likelihood.named_priors())), 0)
             self.assertIs(type(model.likelihood), GaussianLikelihood)
-            self.assertEqual(model.options.joint.optimizer, "adam-epochs")
-            self.assertEqual(model.options.elbo.epochs, 10 if arm else None)
+            self.assertEqual(run.options.joint.optimizer, "adam-epochs")
+            self.assertEqual(run.options.elbo.epochs, 10 if arm else None)
             if arm:
                 self.assertEqual(model.last_optimization["optimizer"], "adam-epochs")
             else:
                 self.assertEqual(model.last_optimization, {})
 
     def test_a_non_finite_incumbent_is_refused(self):
-        from botorch_ext.models import EULBOModel
+        from botorch_ext.eulbo import EULBO, EULBOModel
 
         X = torch.rand(6, 2, dtype=torch.double)
         Y = X.sum(-1, keepdim=True)
         for bad in (math.nan, math.inf):
             with self.assertRaisesRegex(ValueError, "`incumbent`"):
-                EULBOModel(X, Y, num_inducing_points=4, incumbent=bad)
-        model = EULBOModel(X, Y, num_inducing_points=4, incumbent=5.0)
+                EULBO(incumbent=bad)
+        model = EULBOModel(X, Y, num_inducing_points=4)
         expected = (5.0 - Y.mean()) / Y.std()
-        self.assertAllClose(model.best_f(), expected)
+        self.assertAllClose(EULBO(incumbent=5.0).best_f(model), expected)
 
     def test_preset_refuses_other_settings(self):
         from botorch_ext.runner.svgp import SVGPMethod

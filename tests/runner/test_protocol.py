@@ -27,7 +27,7 @@ from botorch_ext.runner.schema import (
     diagnostic_fields,
     parse_row,
 )
-from tests.models.helpers import options_with
+from tests.eulbo.helpers import options_with
 
 SHORT_SVGP_FIT = options_with(max_steps=40, check_every=10)
 FAST = MethodOptions(num_restarts=1, raw_samples=8, num_inducing_points=4)

@@ -20,7 +20,7 @@ from botorch_ext.runner.methods import (
 )
 from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.protocol import FunctionMethod
-from tests.models.helpers import options_with
+from tests.eulbo.helpers import options_with
 
 SHORT_SVGP_FIT = options_with(max_steps=40, check_every=10)
 
@@ -100,7 +100,7 @@ class TestRegistry(BotorchTestCase):
         self.assertIs(method, ablations.eulbo_ei_joint_lbfgs)
         self.assertIs(METHODS[spec], method)
         self.assertTrue(method.standardizes_outcomes)
-        self.assertEqual(method.eulbo_options["joint_optimizer"], "lbfgs")
+        self.assertEqual(method.options.joint.optimizer, "lbfgs")
         bad = RunConfig(
             "branin",
             spec,
@@ -171,8 +171,8 @@ class TestEULBOAblations(BotorchTestCase):
         run = ablations.turbo_eulbo_ei_w0.new_run()
         for _ in range(2):
             cand = run.propose(Xw, Yw, box, 2, 0, opts).candidates
-            self.assertEqual(run.previous.utility_weight, 0.0)
-            self.assertEqual(run.previous.options.elbo.optimizer, "adam")
+            self.assertEqual(run.objective.utility_weight, 0.0)
+            self.assertEqual(run.options.elbo.optimizer, "adam")
             Xw = torch.cat([Xw, cand])
             Yw = torch.cat([Yw, -((cand - 0.4) ** 2).sum(-1, keepdim=True)])
         # A method's kernel is made per run: two runs start from the same kernel

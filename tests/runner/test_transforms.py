@@ -67,7 +67,7 @@ class TestStandardizeOnce(BotorchTestCase):
             self.assertAllClose(back, Y1, atol=64 * eps, rtol=64 * eps)
 
     def test_an_eulbo_model_carries_it_over(self):
-        from botorch_ext.models import EULBOModel
+        from botorch_ext.eulbo import EULBOModel
         from botorch_ext.runner.transforms import StandardizeOnce
 
         gen = torch.Generator().manual_seed(0)

@@ -1,12 +1,13 @@
-r"""``EULBOOptions``: groups, pinned defaults, flat names and validation."""
+r"""``EULBOOptions``: groups, pinned defaults, the deprecated flat names, validation."""
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.models import (
+from botorch_ext.eulbo import (
     AdamOptions,
     ELBOFitOptions,
     EULBOOptions,
@@ -15,7 +16,7 @@ from botorch_ext.models import (
     UtilityOptions,
     WarmStartOptions,
 )
-from botorch_ext.models.eulbo_options import FLAT_FIELDS, GROUPS
+from botorch_ext.eulbo.options import FLAT_FIELDS, GROUPS, options_from_flat
 
 # The documented defaults, group by group (the paper's where it states them).
 DEFAULTS = {
@@ -34,8 +35,22 @@ DEFAULTS = {
     "utility": UtilityOptions(
         num_mc_samples=64, num_fantasies=32, num_quadrature_points=20
     ),
-    "joint": JointOptions(optimizer="lbfgs", parameters="all", max_iter=100),
+    "joint": JointOptions(
+        optimizer="lbfgs", parameters="all", max_iter=100, alternation="step"
+    ),
 }
+
+
+def _quiet(test):
+    r"""Run ``test`` with the flat names' DeprecationWarning ignored."""
+
+    def run(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            test(self)
+
+    run.__name__ = test.__name__
+    return run
 
 
 class TestEULBOOptions(BotorchTestCase):
@@ -52,6 +67,23 @@ class TestEULBOOptions(BotorchTestCase):
         for group_class in GROUPS.values():
             self.assertLessEqual(len(dataclasses.fields(group_class)), 7)
 
+    def test_the_flat_names_are_deprecated(self):
+        for call in (
+            lambda: EULBOOptions.from_flat(max_steps=5),
+            lambda: EULBOOptions().flat(),
+            lambda: EULBOOptions().replace(max_steps=5),
+        ):
+            with self.assertWarnsRegex(DeprecationWarning, "flat setting names"):
+                call()
+        # The grouped form warns about nothing; stored data read quietly.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            adam = AdamOptions(lr_x=0.01)
+            self.assertEqual(EULBOOptions().replace(adam=adam).adam, adam)
+            self.assertEqual(options_from_flat({"max_steps": 5}).stopping.max_steps, 5)
+            EULBOOptions.table1(joint=JointOptions(optimizer="lbfgs"))
+
+    @_quiet
     def test_every_flat_name_sets_its_own_setting(self):
         # A distinct value per flat name lands where FLAT_FIELDS says, changes
         # nothing else, and reads back under the same name.
@@ -85,6 +117,7 @@ class TestEULBOOptions(BotorchTestCase):
         self.assertEqual(options.joint, JointOptions("adam", "variational", 3))
         self.assertEqual(options.lbfgs_max_n, 11)
 
+    @_quiet
     def test_replace_copies(self):
         base = EULBOOptions()
         changed = base.replace(max_steps=5, num_restarts=2, lbfgs_max_n=9)
@@ -96,9 +129,13 @@ class TestEULBOOptions(BotorchTestCase):
         self.assertEqual(base.replace(), base)
         with self.assertRaisesRegex(TypeError, r"\['lr_z'\]"):
             base.replace(lr_z=0.1)
+        # Groups by name (a TypeError before 0.2.0).
+        adam = AdamOptions(lr_w=0.5)
+        self.assertEqual(base.replace(adam=adam), dataclasses.replace(base, adam=adam))
         with self.assertRaisesRegex(TypeError, r"\['optimizer'\]"):
             EULBOOptions.from_flat(optimizer="adam")  # a nested name, not a flat one
 
+    @_quiet
     def test_table1(self):
         options = EULBOOptions.table1(num_restarts=5, patience=2)
         self.assertEqual(
@@ -116,6 +153,7 @@ class TestEULBOOptions(BotorchTestCase):
         self.assertEqual(options.warm_start.num_restarts, 5)
         self.assertEqual(EULBOOptions.table1().stopping.patience, 3)
 
+    @_quiet
     def test_validate_names_the_setting(self):
         EULBOOptions().validate()
         EULBOOptions.table1().validate()
@@ -145,6 +183,8 @@ class TestEULBOOptions(BotorchTestCase):
             "elbo_epochs": (0, "`elbo.epochs`.*0"),
             "acquisition": ("qucb", "`warm_start.acquisition`.*'qucb'"),
             "joint_retries": (-1, "`joint.retries`.*-1"),
+            "alternation": ("round", "`joint.alternation`.*'round'"),
+            "resample_zero": ("no", "`warm_start.resample_zero`.*'no'"),
         }
         self.assertEqual(set(bad), set(FLAT_FIELDS))
         for name, (value, pattern) in bad.items():

@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 import math
 from unittest import mock
 
@@ -9,21 +10,28 @@ from botorch.models.transforms.outcome import Standardize
 from botorch.utils.testing import BotorchTestCase
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior as ard
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import fit_elbo
-from botorch_ext.optim.fit import (
-    StoppingRule,
-    check_elbo,
-    check_set,
+from botorch_ext.eulbo import (
+    EULBO,
+    AdamOptions,
+    ELBOFitOptions,
+    EULBOModel,
+    EULBOOptions,
+    StoppingOptions,
+    fit_elbo,
+)
+from botorch_ext.eulbo.adam import StoppingRule, check_elbo, check_set
+from botorch_ext.eulbo.collapsed import (
     collapsed_elbo,
     fit_elbo_collapsed,
     holds_every_input,
-    lbfgs_rows,
-    uses_lbfgs,
 )
-from tests.models.helpers import FAST
-from tests.models.helpers import make_data as _data
+from botorch_ext.eulbo.fit import lbfgs_rows, uses_lbfgs
+from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior as ard
+from tests.eulbo.helpers import FAST
+from tests.eulbo.helpers import make_data as _data
+
+#: The sum-scaled objective of the paper (the default).
+PAPER = EULBO()
 
 # These tests compare with BoTorch's ARD kernel (SingleTaskGP's) or read its
 # per-dimension lengthscales, so they pass it instead of the isotropic default.
@@ -41,16 +49,12 @@ class TestFitELBO(BotorchTestCase):
         with torch.no_grad():
             rmse_gp = (gp.posterior(X).mean - Y).pow(2).mean().sqrt().item()
         for optimizer in ("adam", "lbfgs"):
-            options = EULBOOptions.from_flat(elbo_optimizer=optimizer)
-            model = EULBOModel(
-                X, Y, num_inducing_points=40, options=options, covar_module=ard(2)
-            )
-            fit_elbo(model, seed=0)
+            options = EULBOOptions(elbo=ELBOFitOptions(optimizer=optimizer))
+            model = EULBOModel(X, Y, num_inducing_points=40, covar_module=ard(2))
+            fit_elbo(model, options, seed=0)
             self.assertLess(model.likelihood.noise.item(), 1e-2)
             self.assertTrue(model.last_fit["converged"])
-            self.assertLessEqual(
-                model.last_fit["steps"], model.options.stopping.max_steps
-            )
+            self.assertLessEqual(model.last_fit["steps"], options.stopping.max_steps)
             with torch.no_grad():
                 rmse = (model.posterior(X).mean - Y).pow(2).mean().sqrt().item()
             # Within 5% of the outcome's standard deviation (an unfitted q(u) at
@@ -60,30 +64,31 @@ class TestFitELBO(BotorchTestCase):
     def test_adam_fit_never_ends_below_its_start(self):
         # From a converged fit, minibatch Adam with a large step first moves
         # away from it; the fit ends at its best check, here the start.
-        options = EULBOOptions.from_flat(
-            elbo_optimizer="adam", lr_w=0.3, batch_size=8, check_every=5,
-            patience=2, max_steps=50,
-        )  # fmt: skip
+        options = EULBOOptions(
+            elbo=ELBOFitOptions(optimizer="adam"),
+            adam=AdamOptions(lr_w=0.3, batch_size=8),
+            stopping=StoppingOptions(check_every=5, patience=2, max_steps=50),
+        )
         for dtype in (torch.float, torch.double):
             X, Y = (t.to(self.device) for t in _data(n=60, dtype=dtype))
-            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            model = EULBOModel(X, Y, num_inducing_points=10)
             fit_elbo_collapsed(model)
-            idx = check_set(model, torch.Generator().manual_seed(0))
+            idx = check_set(model, 1024, torch.Generator().manual_seed(0))
             self.assertEqual(len(idx), 60)  # the check set is all the data
 
             def value(model=model, idx=idx):
-                return model.per_datum(check_elbo(model, idx).item())
+                return PAPER.per_datum(model, check_elbo(model, PAPER, idx).item())
 
             before = value()
-            returned = fit_elbo(model, seed=0)
+            returned = fit_elbo(model, options, seed=0)
             self.assertGreater(model.last_fit["steps"], 0)
             self.assertGreaterEqual(value(), before - 1e-6)
             self.assertAlmostEqual(returned, value(), places=5)
             # From a poor start (the prior's hyperparameters, closed-form
             # q(u)) the same fit makes progress and keeps it.
-            fresh = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            start = fresh.per_datum(check_elbo(fresh, idx).item())
-            self.assertGreater(fit_elbo(fresh, seed=0), start)
+            fresh = EULBOModel(X, Y, num_inducing_points=10)
+            start = PAPER.per_datum(fresh, check_elbo(fresh, PAPER, idx).item())
+            self.assertGreater(fit_elbo(fresh, options, seed=0), start)
 
     def test_stopping_rules_and_presets(self):
         rule = StoppingRule(patience=2, tol=0.1)
@@ -91,7 +96,9 @@ class TestFitELBO(BotorchTestCase):
         self.assertFalse(rule.update(0.5))  # progress
         self.assertFalse(rule.update(0.55))  # below tol: stale 1
         self.assertTrue(rule.update(0.58))  # stale 2
-        table1 = EULBOOptions.table1(num_restarts=3)
+        table1 = EULBOOptions.table1(
+            warm_start=dataclasses.replace(EULBOOptions().warm_start, num_restarts=3)
+        )
         self.assertEqual(
             (
                 table1.stopping.convergence,
@@ -103,50 +110,60 @@ class TestFitELBO(BotorchTestCase):
         )
         self.assertEqual(table1.warm_start.num_restarts, 3)
         X, Y = _data(n=70)
+        table1 = EULBOOptions.table1()
         for options, unit in (
-            (EULBOOptions.table1(max_epochs=5), 3),  # epochs of ceil(70 / 32) steps
+            (  # epochs of ceil(70 / 32) steps
+                table1.replace(
+                    stopping=dataclasses.replace(table1.stopping, max_epochs=5)
+                ),
+                3,
+            ),
             (
-                EULBOOptions.from_flat(
-                    max_steps=45, check_every=10, tol=1e9, elbo_optimizer="adam"
+                EULBOOptions(
+                    elbo=ELBOFitOptions(optimizer="adam"),
+                    stopping=StoppingOptions(max_steps=45, check_every=10, tol=1e9),
                 ),
                 10,
             ),
         ):
-            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            fit_elbo(model)
+            model = EULBOModel(X, Y, num_inducing_points=10)
+            fit_elbo(model, options)
             steps = model.last_fit["steps"]
             self.assertEqual(steps % unit if steps < 45 else 0, 0)
             self.assertLessEqual(steps, 45 if unit == 10 else 15)
         # tol = 1e9: no round counts as progress, so it stops after `patience`.
         self.assertEqual(steps, options.stopping.patience * 10)
         with self.assertRaisesRegex(ValueError, "convergence"):
-            EULBOOptions.from_flat(convergence="never").validate()
+            fit_elbo(model, EULBOOptions(stopping=StoppingOptions(convergence="no")))
         with self.assertRaisesRegex(ValueError, "`stopping.tol`"):
-            EULBOOptions.from_flat(tol=-1.0).validate()
+            EULBOOptions(stopping=StoppingOptions(tol=-1.0)).validate()
+        with self.assertRaisesRegex(TypeError, "EULBOOptions"):
+            fit_elbo(model, {"max_steps": 5})  # type: ignore[arg-type]
+        with self.assertRaisesRegex(TypeError, "EULBO"):
+            fit_elbo(model, objective="mean")  # type: ignore[arg-type]
 
     def test_cost_per_fit_is_bounded_in_n(self):
         # The "steps" rule touches at most max_steps minibatches and
         # max_steps / check_every check sets of check_size points, for any n.
-        options = EULBOOptions.from_flat(
-            max_steps=40,
-            check_every=10,
-            check_size=64,
-            tol=0.0,
-            elbo_optimizer="adam",
+        options = EULBOOptions(
+            elbo=ELBOFitOptions(optimizer="adam"),
+            stopping=StoppingOptions(
+                max_steps=40, check_every=10, check_size=64, tol=0.0
+            ),
         )
         touched = {}
-        real = EULBOModel.elbo
+        real = EULBO.elbo
         for n in (100, 1000):
             X, Y = _data(n=n)
-            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+            model = EULBOModel(X, Y, num_inducing_points=10)
             count = {"points": 0}
 
-            def counting(self, X, Y, count=count):
+            def counting(self, model, X, Y, count=count):
                 count["points"] += X.shape[-2]
-                return real(self, X, Y)
+                return real(self, model, X, Y)
 
-            with mock.patch.object(EULBOModel, "elbo", counting):
-                fit_elbo(model)
+            with mock.patch.object(EULBO, "elbo", counting):
+                fit_elbo(model, options)
             touched[n] = count["points"]
             bound = 40 * 32 + (40 // 10 + 1) * 64
             self.assertLessEqual(touched[n], bound)
@@ -156,10 +173,10 @@ class TestFitELBO(BotorchTestCase):
 
     def test_same_calls_give_the_same_numbers(self):
         X, Y = _data()
-        a = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        b = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        a = EULBOModel(X, Y, num_inducing_points=10)
+        b = EULBOModel(X, Y, num_inducing_points=10)
         b.load_state_dict(a.state_dict())
-        self.assertEqual(fit_elbo(a, seed=2), fit_elbo(b, seed=2))
+        self.assertEqual(fit_elbo(a, FAST, seed=2), fit_elbo(b, FAST, seed=2))
         self.assertEqual(a.last_fit, b.last_fit)
         self.assertFalse(b.training)
         for key, value in a.state_dict().items():
@@ -183,7 +200,7 @@ class TestCollapsedELBO(BotorchTestCase):
             n = model.train_X_full.shape[-2]
             model.train()
             with torch.no_grad():
-                full = model.elbo(model.train_X_full, model.train_Y_std) / n
+                full = PAPER.elbo(model, model.train_X_full, model.train_Y_std) / n
                 value = collapsed_elbo(model)
             tol = 1e-4 if dtype == torch.float else 1e-10
             self.assertAllClose(value, full, atol=tol, rtol=0)
@@ -192,7 +209,7 @@ class TestCollapsedELBO(BotorchTestCase):
                 dist = model.model.variational_strategy._variational_distribution
                 dist.variational_mean.add_(0.05)
                 model.model.variational_strategy._clear_cache()
-                moved = model.elbo(model.train_X_full, model.train_Y_std) / n
+                moved = PAPER.elbo(model, model.train_X_full, model.train_Y_std) / n
             self.assertLess(moved.item(), value.item())
 
     def test_against_the_dense_formula(self):
@@ -242,15 +259,11 @@ class TestCollapsedELBO(BotorchTestCase):
         gp = SingleTaskGP(X, Y, outcome_transform=Standardize(m=1))
         fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
         for dtype in (torch.float, torch.double):
-            options = EULBOOptions.from_flat(elbo_optimizer="lbfgs")
+            options = EULBOOptions(elbo=ELBOFitOptions(optimizer="lbfgs"))
             model = EULBOModel(
-                X.to(dtype),
-                Y.to(dtype),
-                num_inducing_points=30,
-                options=options,
-                covar_module=ard(2),
+                X.to(dtype), Y.to(dtype), num_inducing_points=30, covar_module=ard(2)
             )
-            value = fit_elbo(model)
+            value = fit_elbo(model, options)
             self.assertEqual(model.last_fit["elbo"], value)
             self.assertFalse(model.training)
             self.assertAllClose(
@@ -338,18 +351,18 @@ class TestCollapsedELBO(BotorchTestCase):
         grads = torch.autograd.grad(collapsed_elbo(lbfgs), params)
         self.assertLess(max(g.abs().max().item() for g in grads), 1e-3)
         with self.assertRaisesRegex(ValueError, "`elbo.optimizer`.*sgd"):
-            EULBOOptions.from_flat(elbo_optimizer="sgd").validate()
+            EULBOOptions(elbo=ELBOFitOptions(optimizer="sgd")).validate()
 
     def test_a_subset_fit_optimizes_the_subset_and_sets_the_full_data_q(self):
         X, Y = _data(n=60, d=2, seed=6)
         for dtype in (torch.float, torch.double):
             options = EULBOOptions(lbfgs_max_n=40)
             model = EULBOModel(X.to(dtype), Y.to(dtype), num_inducing_points=12,
-                               options=options, covar_module=ard(2))  # fmt: skip
+                               covar_module=ard(2))  # fmt: skip
             with torch.no_grad():
                 start = collapsed_elbo(model).item()
-            value = fit_elbo(model, seed=1)
-            rows = lbfgs_rows(model, seed=1)
+            value = fit_elbo(model, options, seed=1)
+            rows = lbfgs_rows(model, options, seed=1)
             self.assertEqual(model.last_fit["rows"], 40)
             with torch.no_grad():
                 self.assertAllClose(value, collapsed_elbo(model).item())
@@ -400,7 +413,7 @@ class TestCollapsedELBO(BotorchTestCase):
                     return value * math.nan
                 return value
 
-            with mock.patch("botorch_ext.optim.fit.collapsed_elbo", flaky):
+            with mock.patch("botorch_ext.eulbo.collapsed.collapsed_elbo", flaky):
                 if m == 30 and failure != "raise":
                     # SciPy's line search steps back from a non-finite trial
                     # point and stops there: a finite state, not converged.
@@ -428,21 +441,23 @@ class TestCollapsedELBO(BotorchTestCase):
             ("lbfgs", 1, None),
             ("adam", 10_000, 0),
         ):
-            options = EULBOOptions.from_flat(elbo_optimizer=choice, lbfgs_max_n=max_n)
-            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            self.assertEqual(uses_lbfgs(model), expected != 0, (choice, max_n))
-            rows = lbfgs_rows(model, seed=3)
+            options = EULBOOptions(
+                elbo=ELBOFitOptions(optimizer=choice), lbfgs_max_n=max_n
+            )
+            model = EULBOModel(X, Y, num_inducing_points=10)
+            self.assertEqual(uses_lbfgs(options), expected != 0, (choice, max_n))
+            rows = lbfgs_rows(model, options, seed=3)
             if expected:
                 self.assertEqual(sorted(set(rows.tolist())), sorted(rows.tolist()))
                 self.assertEqual(len(rows), expected)
-                self.assertTrue(torch.equal(rows, lbfgs_rows(model, seed=3)))
-                self.assertFalse(torch.equal(rows, lbfgs_rows(model, seed=4)))
+                self.assertTrue(torch.equal(rows, lbfgs_rows(model, options, seed=3)))
+                self.assertFalse(torch.equal(rows, lbfgs_rows(model, options, seed=4)))
             else:
                 self.assertIsNone(rows)
             with mock.patch(
-                "botorch_ext.optim.fit.fit_elbo_collapsed", return_value=-1.0
+                "botorch_ext.eulbo.fit.fit_elbo_collapsed", return_value=-1.0
             ) as spy:
-                fit_elbo(model, seed=3)
+                fit_elbo(model, options, seed=3)
             self.assertEqual(spy.called, expected != 0)
             if spy.called:
                 passed = spy.call_args.kwargs["rows"]

@@ -6,25 +6,32 @@ import torch
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import eulbo, fit_elbo, optimize_eulbo
-from botorch_ext.optim.joint_phase import IMPROVEMENT_EPS, exceeds
-from botorch_ext.optim.optimize import warm_start
-from tests.models.helpers import FAST
-from tests.models.helpers import make_data as _data
+from botorch_ext.eulbo import (
+    EULBO,
+    EULBOModel,
+    EULBOOptions,
+    JointOptions,
+    fit_elbo,
+    optimize_eulbo,
+    warm_start,
+)
+from botorch_ext.eulbo.joint import IMPROVEMENT_EPS, JointProblem, exceeds
+from botorch_ext.eulbo.objective import eulbo
+from tests.eulbo.helpers import FAST, settings
+from tests.eulbo.helpers import make_data as _data
 
 
 def _utility_nan_after(finite_calls: int):
-    r"""Patch ``EULBOModel.expected_log_utility`` to turn NaN after some calls."""
-    real = EULBOModel.expected_log_utility
+    r"""Patch ``EULBO.expected_log_utility`` to turn NaN after some calls."""
+    real = EULBO.expected_log_utility
     calls = {"n": 0}
 
-    def poisoned(self, X, base_samples=None, utility="ei"):
+    def poisoned(self, model, X, *args, **kwargs):
         calls["n"] += 1
-        out = real(self, X, base_samples, utility)
+        out = real(self, model, X, *args, **kwargs)
         return out if calls["n"] <= finite_calls else out * float("nan")
 
-    return mock.patch.object(EULBOModel, "expected_log_utility", poisoned)
+    return mock.patch.object(EULBO, "expected_log_utility", poisoned)
 
 
 class TestOptimizeEULBO(BotorchTestCase):
@@ -33,10 +40,10 @@ class TestOptimizeEULBO(BotorchTestCase):
             X, Y = _data(dtype=dtype)
             bounds = torch.tensor([[0.1, 0.2], [0.6, 0.9]], dtype=dtype)
             for q in (1, 3):
-                model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-                fit_elbo(model)
+                model = EULBOModel(X, Y, num_inducing_points=10)
+                fit_elbo(model, FAST)
                 before = {k: v.clone() for k, v in model.state_dict().items()}
-                cand, value = optimize_eulbo(model, bounds, q=q, seed=1)
+                cand, value = optimize_eulbo(model, bounds, q=q, seed=1, options=FAST)
                 self.assertEqual(cand.shape, torch.Size([q, 2]))
                 self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
                 info = model.last_optimization
@@ -61,7 +68,8 @@ class TestOptimizeEULBO(BotorchTestCase):
             x0 = warm_start(model, bounds, q, *args, **kwargs)
             return (x0 + 0.1).clamp(bounds[0], bounds[1])
 
-        options = EULBOOptions.from_flat(
+        options = settings(
+            EULBOOptions(),
             max_steps=100,
             check_every=10,
             num_restarts=2,
@@ -75,10 +83,12 @@ class TestOptimizeEULBO(BotorchTestCase):
             gen = torch.Generator().manual_seed(0)
             X = torch.rand(20, 1, generator=gen, dtype=torch.double)
             Y = torch.sin(6 * X) - (X - 0.3) ** 2  # one maximum, near x = 0.26
-            model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=options)
+            model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8)
             bounds = torch.tensor([[0.0], [1.0]], **tkw)
-            with mock.patch("botorch_ext.optim.optimize.warm_start", displaced):
-                cand, value = optimize_eulbo(model, bounds, q=1, seed=0)
+            with mock.patch("botorch_ext.eulbo.optimize.warm_start", displaced):
+                cand, value = optimize_eulbo(
+                    model, bounds, q=1, seed=0, options=options
+                )
             start = model.last_optimization["warm_start_candidates"]
             grid = torch.linspace(0, 1, 201, **tkw).unsqueeze(-1)  # step 0.005
             with torch.no_grad():
@@ -99,36 +109,36 @@ class TestOptimizeEULBO(BotorchTestCase):
         X, Y = _data()
         n = X.shape[0]
         x = torch.tensor([[0.3, 0.4]], dtype=torch.double)
-        s = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="sum", options=FAST)
-        fit_elbo(s)  # initializes the variational parameters (randomly jittered)
-        mean = EULBOModel(X, Y, num_inducing_points=10, elbo_scale="mean", options=FAST)
-        mean.load_state_dict(s.state_dict())
-        u = s.expected_log_utility(x.unsqueeze(0)).item()
+        model = EULBOModel(X, Y, num_inducing_points=10)
+        fit_elbo(model, FAST)  # initializes the variational parameters (jittered)
+        s, mean, w = EULBO("sum"), EULBO("mean"), EULBO(utility_weight=3.0)
+        u = s.expected_log_utility(model, x.unsqueeze(0)).item()
         self.assertAlmostEqual(
-            eulbo(s, x).item() - u, n * (eulbo(mean, x).item() - u), places=6
+            s(model, x).item() - u, n * (mean(model, x).item() - u), places=6
         )
-        w = EULBOModel(X, Y, num_inducing_points=10, utility_weight=3.0, options=FAST)
-        w.load_state_dict(s.state_dict())
-        self.assertAlmostEqual(eulbo(w, x).item() - eulbo(s, x).item(), 2 * u, places=6)
+        self.assertAlmostEqual(w(model, x).item() - s(model, x).item(), 2 * u, places=6)
+        self.assertEqual(eulbo(model, x, objective=w), w(model, x))
         # Both alternation schemes run and return candidates in the box.
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
         for alternation in ("step", "epoch"):
-            model = EULBOModel(
-                X, Y, num_inducing_points=10, alternation=alternation, options=FAST
+            model = EULBOModel(X, Y, num_inducing_points=10)
+            options = FAST.replace(
+                joint=JointOptions(optimizer="adam", alternation=alternation)
             )
-            cand, value = optimize_eulbo(model, bounds, q=1)
+            cand, value = optimize_eulbo(model, bounds, q=1, options=options)
+            self.assertEqual(model.last_optimization["optimizer"], "adam")
             self.assertTrue(((cand >= 0) & (cand <= 1)).all())
             self.assertTrue(math.isfinite(value.item()))
 
     def test_divergence_falls_back_to_warm_start(self):
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        model = EULBOModel(X, Y, num_inducing_points=10)
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
         # Finite for the warm start's evaluation, NaN once the joint
         # optimization has started.
         with _utility_nan_after(1):
             with self.assertWarnsRegex(OptimizationWarning, "non-finite"):
-                cand, _ = optimize_eulbo(model, bounds, q=1)
+                cand, _ = optimize_eulbo(model, bounds, q=1, options=FAST)
         info = model.last_optimization
         self.assertTrue(info["diverged"])
         self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
@@ -139,11 +149,11 @@ class TestOptimizeEULBO(BotorchTestCase):
     def test_same_calls_give_the_same_numbers(self):
         X, Y = _data()
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        a = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        b = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        a = EULBOModel(X, Y, num_inducing_points=10)
+        b = EULBOModel(X, Y, num_inducing_points=10)
         b.load_state_dict(a.state_dict())
-        cand_a, value_a = optimize_eulbo(a, bounds, q=1, seed=3)
-        cand_b, value_b = optimize_eulbo(b, bounds, q=1, seed=3)
+        cand_a, value_a = optimize_eulbo(a, bounds, q=1, seed=3, options=FAST)
+        cand_b, value_b = optimize_eulbo(b, bounds, q=1, seed=3, options=FAST)
         self.assertTrue(torch.equal(cand_a, cand_b))
         self.assertTrue(torch.equal(value_a, value_b))
         x = torch.tensor([[0.3, 0.4]], dtype=torch.double)
@@ -151,21 +161,31 @@ class TestOptimizeEULBO(BotorchTestCase):
 
     def test_kg_warm_start_acquisition_is_the_eulbo_term(self):
         # The warm start optimizes exactly the model's soft-KG term.
-        from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale
+        from botorch_ext.eulbo.utilities import (
+            qLogSoftKGModelScale,
+            soft_kg_log_utility,
+        )
 
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        fit_elbo(model)
+        model = EULBOModel(X, Y, num_inducing_points=10)
+        fit_elbo(model, FAST)
         eps = torch.randn(4, 2, dtype=torch.double)
-        acqf = qLogSoftKGModelScale(model, eps)
+        best = EULBO(incumbent=float(Y.max()) + 0.5).best_f(model)
+        acqf = qLogSoftKGModelScale(model, eps, best)
         pts = torch.rand(5, 6, 2, dtype=torch.double)
         with torch.no_grad():
-            self.assertTrue(torch.equal(acqf(pts), model.soft_kg_log_utility(pts, eps)))
+            self.assertTrue(
+                torch.equal(acqf(pts), soft_kg_log_utility(model, pts, eps, best))
+            )
+        # The old path is a deprecated alias.
+        with self.assertWarns(DeprecationWarning):
+            from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale as old
+        self.assertIs(old, qLogSoftKGModelScale)
         self.assertEqual(acqf.get_augmented_q_batch_size(2), 6)
 
     def test_bad_input(self):
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        model = EULBOModel(X, Y, num_inducing_points=10)
         good = torch.stack([torch.zeros(2), torch.ones(2)]).double()
         with self.assertRaisesRegex(ValueError, "bounds"):
             optimize_eulbo(model, torch.zeros(3, 2).double())
@@ -180,7 +200,8 @@ class TestOptimizeEULBO(BotorchTestCase):
 class TestOptimizeEULBOKG(BotorchTestCase):
     def test_optimize_eulbo_kg(self):
         X, Y = _data()
-        options = EULBOOptions.from_flat(
+        options = settings(
+            EULBOOptions(),
             max_steps=40,
             check_every=10,
             num_restarts=2,
@@ -189,8 +210,10 @@ class TestOptimizeEULBOKG(BotorchTestCase):
         )
         bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
         for q in (1, 2):
-            model = EULBOModel(X, Y, num_inducing_points=10, options=options)
-            cand, value = optimize_eulbo(model, bounds, q=q, utility="kg", seed=2)
+            model = EULBOModel(X, Y, num_inducing_points=10)
+            cand, value = optimize_eulbo(
+                model, bounds, q=q, utility="kg", seed=2, options=options
+            )
             self.assertEqual(cand.shape, torch.Size([q, 2]))
             self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
             info = model.last_optimization
@@ -201,14 +224,14 @@ class TestOptimizeEULBOKG(BotorchTestCase):
 class TestJointPhaseOptions(BotorchTestCase):
     def _fitted(self, dtype, **options):
         X, Y = _data(dtype=dtype)
-        opts = FAST.replace(**options)
-        model = EULBOModel(X, Y, num_inducing_points=10, options=opts)
-        fit_elbo(model, seed=0)
+        opts = settings(FAST, **options)
+        model = EULBOModel(X, Y, num_inducing_points=10)
+        fit_elbo(model, opts, seed=0)
         # The joint phase must start from exactly this state (refit=False).
-        return model
+        return model, opts
 
     def test_joint_parameter_blocks(self):
-        from botorch_ext.models.eulbo_options import joint_parameter_blocks
+        from botorch_ext.eulbo.options import joint_parameter_blocks
 
         self.assertEqual(
             joint_parameter_blocks("all"),
@@ -220,9 +243,9 @@ class TestJointPhaseOptions(BotorchTestCase):
         )
         for bad in ("noise", (), ("variational", "Z")):
             with self.assertRaisesRegex(ValueError, "`joint.parameters`"):
-                EULBOOptions.from_flat(joint_parameters=bad).validate()
+                EULBOOptions(joint=JointOptions(parameters=bad)).validate()
         with self.assertRaisesRegex(ValueError, "`joint.optimizer`.*'sgd'"):
-            EULBOOptions.from_flat(joint_optimizer="sgd").validate()
+            EULBOOptions(joint=JointOptions(optimizer="sgd")).validate()
 
     def test_only_the_selected_blocks_move(self):
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
@@ -240,7 +263,7 @@ class TestJointPhaseOptions(BotorchTestCase):
 
         for optimizer in ("adam", "lbfgs"):
             for selected in ("variational", "inducing_points", "hyperparameters"):
-                model = self._fitted(
+                model, opts = self._fitted(
                     torch.double,
                     joint_parameters=selected,
                     joint_optimizer=optimizer,
@@ -248,7 +271,12 @@ class TestJointPhaseOptions(BotorchTestCase):
                 )
                 before = {k: p.detach().clone() for k, p in model.named_parameters()}
                 optimize_eulbo(
-                    model, bounds.to(model.train_X_full), q=1, seed=1, refit=False
+                    model,
+                    bounds.to(model.train_X_full),
+                    q=1,
+                    seed=1,
+                    refit=False,
+                    options=opts,
                 )
                 self.assertFalse(model.last_optimization["diverged"])
                 moved = {
@@ -269,13 +297,17 @@ class TestJointPhaseOptions(BotorchTestCase):
         Y = torch.sin(6 * X) - (X - 0.3) ** 2  # one maximum, near x = 0.26
         for dtype in (torch.float, torch.double):
             tkw = {"dtype": dtype, "device": self.device}
-            opts = FAST.replace(joint_optimizer="lbfgs", joint_parameters="variational")
-            model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8, options=opts)
-            fit_elbo(model, seed=0)
+            opts = FAST.replace(
+                joint=JointOptions(optimizer="lbfgs", parameters="variational")
+            )
+            model = EULBOModel(X.to(**tkw), Y.to(**tkw), 8)
+            fit_elbo(model, opts, seed=0)
             # Not the unit interval, so that the map to the unit cube matters.
             bounds = torch.tensor([[0.05], [0.85]], **tkw)
             start = copy.deepcopy(model)
-            cand, value = optimize_eulbo(model, bounds, q=1, seed=2, refit=False)
+            cand, value = optimize_eulbo(
+                model, bounds, q=1, seed=2, refit=False, options=opts
+            )
             info = model.last_optimization
             self.assertEqual(info["optimizer"], "lbfgs")
             self.assertFalse(info["diverged"])
@@ -306,7 +338,7 @@ class TestJointPhaseOptions(BotorchTestCase):
     def test_lbfgs_joint_phase_never_returns_a_worse_state(self):
         # Should the optimizer end below the warm start (it should not: L-BFGS-B
         # accepts only improving steps), the warm start is returned.
-        model = self._fitted(torch.double, joint_optimizer="lbfgs")
+        model, opts = self._fitted(torch.double, joint_optimizer="lbfgs")
         start = copy.deepcopy(model.state_dict())
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
 
@@ -316,8 +348,10 @@ class TestJointPhaseOptions(BotorchTestCase):
                     t.copy_(torch.rand_like(t) if name == "x" else t + 0.5)
             return mock.Mock(step=1)
 
-        with mock.patch("botorch_ext.optim.joint_phase.scipy_minimize", worse):
-            cand, value = optimize_eulbo(model, bounds, q=1, seed=0, refit=False)
+        with mock.patch("botorch_ext.eulbo.joint.scipy_minimize", worse):
+            cand, value = optimize_eulbo(
+                model, bounds, q=1, seed=0, refit=False, options=opts
+            )
         info = model.last_optimization
         self.assertEqual(value.item(), info["warm_start_value"])
         self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
@@ -325,7 +359,7 @@ class TestJointPhaseOptions(BotorchTestCase):
             self.assertTrue(torch.equal(v, start[k]), k)
 
     def test_joint_iteration_budget(self):
-        from botorch_ext.models.eulbo_options import joint_iterations
+        from botorch_ext.eulbo.options import joint_iterations
 
         opts = EULBOOptions()
         # Pinned defaults: L-BFGS, 100 iterations up to 2,000 points.
@@ -342,17 +376,19 @@ class TestJointPhaseOptions(BotorchTestCase):
             self.assertLessEqual(n * joint_iterations(opts, n), 2000 * 100)
         # The phase runs with that budget.
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        model = self._fitted(torch.double, lbfgs_max_n=20, joint_max_iter=10)
-        optimize_eulbo(model, bounds, q=1, seed=0, refit=False)
+        model, opts = self._fitted(torch.double, lbfgs_max_n=20, joint_max_iter=10)
+        optimize_eulbo(model, bounds, q=1, seed=0, refit=False, options=opts)
         self.assertEqual(model.last_optimization["max_iter"], 5)
         self.assertLessEqual(model.last_optimization["steps"], 5)
 
     def test_lbfgs_joint_phase_kg_and_batch(self):
         bounds = torch.tensor([[0.0, 0.1], [0.8, 1.0]], dtype=torch.double)
         for q, utility in ((2, "ei"), (1, "kg")):
-            model = self._fitted(torch.double, joint_optimizer="lbfgs", num_fantasies=4)
+            model, opts = self._fitted(
+                torch.double, joint_optimizer="lbfgs", num_fantasies=4
+            )
             cand, value = optimize_eulbo(
-                model, bounds, q=q, utility=utility, seed=4, refit=False
+                model, bounds, q=q, utility=utility, seed=4, refit=False, options=opts
             )
             info = model.last_optimization
             self.assertEqual(cand.shape, torch.Size([q, 2]))
@@ -370,19 +406,21 @@ class TestJointPhaseOptions(BotorchTestCase):
         # evaluations are finite; L-BFGS then meets NaN, or a K_ZZ with NaNs
         # escapes the optimizer.
         for failure in ("nan", "nan-error"):
-            model = self._fitted(torch.double, joint_optimizer="lbfgs")
+            model, opts = self._fitted(torch.double, joint_optimizer="lbfgs")
             start = copy.deepcopy(model.state_dict())
             bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
             if failure == "nan":
                 patch = _utility_nan_after(3)
             else:
                 patch = mock.patch(
-                    "botorch_ext.optim.joint_phase.scipy_minimize",
+                    "botorch_ext.eulbo.joint.scipy_minimize",
                     side_effect=NanError("cholesky_cpu: 36 of 36 elements are NaN"),
                 )
             with patch:
                 with self.assertWarnsRegex(OptimizationWarning, "L-BFGS joint phase"):
-                    cand, _ = optimize_eulbo(model, bounds, q=1, refit=False)
+                    cand, _ = optimize_eulbo(
+                        model, bounds, q=1, refit=False, options=opts
+                    )
             info = model.last_optimization
             self.assertTrue(info["diverged"])
             self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
@@ -395,21 +433,27 @@ class TestDefaultJointPhase(BotorchTestCase):
     returns an EULBO above the warm start's, evaluated independently on a copy
     of the warm-start state with the same quadrature or base samples."""
 
-    def _converged(self, dtype, seed=0, **options):
-        X, Y = _data(dtype=dtype, seed=seed)
-        # Default joint phase; the ELBO fit converged (L-BFGS, collapsed bound).
-        opts = EULBOOptions.from_flat(
-            num_restarts=2, raw_samples=32, num_fantasies=4, **options
-        )
-        model = EULBOModel(X, Y, num_inducing_points=10, options=opts)
-        return model
+    #: Default joint phase; the ELBO fit converges (L-BFGS, collapsed bound).
+    OPTIONS = settings(EULBOOptions(), num_restarts=2, raw_samples=32, num_fantasies=4)
 
-    def _check_step(self, model, bounds, q, utility, seed):
-        fit_elbo(model, seed=seed)
+    def _converged(self, dtype, seed=0):
+        X, Y = _data(dtype=dtype, seed=seed)
+        return EULBOModel(X, Y, num_inducing_points=10)
+
+    def _check_step(self, model, bounds, q, utility, seed, objective=None):
+        objective = EULBO() if objective is None else objective
+        fit_elbo(model, self.OPTIONS, objective, seed=seed)
         start = copy.deepcopy(model)
         # The warm start's w is this fit.
         cand, value = optimize_eulbo(
-            model, bounds, q=q, utility=utility, seed=seed, refit=False
+            model,
+            bounds,
+            q=q,
+            utility=utility,
+            seed=seed,
+            refit=False,
+            options=self.OPTIONS,
+            objective=objective,
         )
         info = model.last_optimization
         self.assertEqual(info["optimizer"], "lbfgs")
@@ -418,8 +462,8 @@ class TestDefaultJointPhase(BotorchTestCase):
         x1 = cand if utility == "ei" else torch.cat([cand, info["fantasy_points"]])
         base = info["base_samples"]
         with torch.no_grad():
-            warm = eulbo(start, x0, base, utility).item()
-            new = eulbo(model, x1, base, utility).item()
+            warm = objective(start, x0, base, utility).item()
+            new = objective(model, x1, base, utility).item()
         eps = torch.finfo(x0.dtype).eps
         tol = IMPROVEMENT_EPS * eps * max(abs(warm), 1.0)
         self.assertAlmostEqual(value.item(), new, delta=tol)
@@ -463,9 +507,9 @@ class TestDefaultJointPhase(BotorchTestCase):
     def _fake_gain_step(self, model, bounds, gain):
         # A fake L-BFGS moves w; the EULBO reported afterwards is the warm
         # start's plus `gain` tolerances.
-        from botorch_ext.optim import joint_phase
+        from botorch_ext.eulbo import joint
 
-        real_eulbo, dtype = joint_phase.eulbo, bounds.dtype
+        real_eulbo, dtype = JointProblem.eulbo, bounds.dtype
         moved = {"done": False, "warm": None}
 
         def fake_minimize(closure, tensors, **kwargs):
@@ -474,8 +518,8 @@ class TestDefaultJointPhase(BotorchTestCase):
             moved["done"] = True
             return mock.Mock(step=1)
 
-        def fake_eulbo(*args, **kwargs):
-            out = real_eulbo(*args, **kwargs)
+        def fake_eulbo(problem, X):
+            out = real_eulbo(problem, X)
             if not moved["done"]:
                 moved["warm"] = out.item()
                 return out
@@ -484,10 +528,10 @@ class TestDefaultJointPhase(BotorchTestCase):
             return torch.tensor(warm + gain * tol, dtype=torch.double)
 
         with (
-            mock.patch.object(joint_phase, "scipy_minimize", fake_minimize),
-            mock.patch.object(joint_phase, "eulbo", fake_eulbo),
+            mock.patch.object(joint, "scipy_minimize", fake_minimize),
+            mock.patch.object(JointProblem, "eulbo", fake_eulbo),
         ):
-            return optimize_eulbo(model, bounds, q=1, refit=False)
+            return optimize_eulbo(model, bounds, q=1, refit=False, options=self.OPTIONS)
 
     def test_a_gain_below_the_dtypes_resolution_is_rolled_back(self):
         # Below one tolerance the warm-start state comes back unchanged; above
@@ -496,7 +540,7 @@ class TestDefaultJointPhase(BotorchTestCase):
             bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=dtype)
             for gain, kept in ((0.5, False), (2.0, True)):
                 model = self._converged(dtype)
-                fit_elbo(model, seed=0)
+                fit_elbo(model, self.OPTIONS, seed=0)
                 start = copy.deepcopy(model.state_dict())
                 cand, _ = self._fake_gain_step(model, bounds, gain)
                 info = model.last_optimization
@@ -531,23 +575,22 @@ class TestDefaultJointPhase(BotorchTestCase):
     def test_paper_and_per_datum_scalings(self):
         # Both names run the same joint phase; the per-datum scale weights the
         # utility n times more, so w moves further for the same data.
-        from botorch_ext.models import ELBO_SCALES
+        from botorch_ext.eulbo import ELBO_SCALES
 
         self.assertEqual(ELBO_SCALES, {"paper": "sum", "per-datum": "mean"})
         bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)
         moved = {}
         for name, scale in ELBO_SCALES.items():
             X, Y = _data()
-            opts = EULBOOptions.from_flat(num_restarts=2, raw_samples=32)
-            model = EULBOModel(X, Y, 10, options=opts, elbo_scale=name)
-            self.assertEqual(model.elbo_scale, scale)
-            self._check_step(model, bounds, 1, "ei", seed=0)
+            model = EULBOModel(X, Y, 10)
+            objective = EULBO(elbo_scale=name)
+            self.assertEqual(objective.elbo_scale, scale)
+            self._check_step(model, bounds, 1, "ei", seed=0, objective=objective)
             moved[name] = model.last_optimization["utility_gradient_share"]
         self.assertGreaterEqual(moved["per-datum"], moved["paper"])
 
     def test_the_former_authors_name_is_deprecated(self):
         # "authors" named the per-datum scale alone, not the authors' loop.
-        X, Y = _data()
         with self.assertWarnsRegex(DeprecationWarning, "not the authors' loop"):
-            model = EULBOModel(X, Y, 10, elbo_scale="authors")
-        self.assertEqual(model.elbo_scale, "mean")
+            objective = EULBO(elbo_scale="authors")
+        self.assertEqual(objective.elbo_scale, "mean")

@@ -4,22 +4,25 @@ r"""Approximation-aware SVGP: the model of the EULBO and its state across BO ste
 respects, outcomes standardized once on the whole data set, a closed-form start
 for ``q(u)`` and a way to carry its state ``w`` (inducing points, ``q(u)``,
 hyperparameters) from one BO step to the next (``carry_over``), as Algorithm 1
-of [Maus2024eulbo]_ does. As BoTorch keeps fitting and acquisition beside its
-models, the rest of the EULBO lives beside it and takes the model as an
-argument:
+of [Maus2024eulbo]_ does. It holds data, state and posterior, and no settings
+of its fit: as BoTorch's ``fit_gpytorch_mll`` takes an MLL, the rest of the
+EULBO takes the model as an argument and reaches it through its public
+BoTorch/GPyTorch surface (``model.model``, ``likelihood``,
+``variational_strategy``, ``parameter_blocks``, ``whitened_regression``):
 
-* ``botorch_ext.optim.fit_elbo``: the ELBO fit;
-* ``botorch_ext.optim.optimize_eulbo`` and ``botorch_ext.optim.eulbo``: the
-  joint EULBO optimization and its objective;
-* ``botorch_ext.acquisition.eulbo_utilities``: the expected log utilities (the
-  model's ``expected_log_utility``, ``fantasy_means`` and
-  ``soft_kg_log_utility`` call them);
-* ``botorch_ext.models.eulbo_options``: ``EULBOOptions``;
-* ``botorch_ext.models.eulbo_state``: how a model starts, carried state included.
+* ``botorch_ext.eulbo.objective.EULBO``: the objective (ELBO scale, utility
+  weight, incumbent);
+* ``botorch_ext.eulbo.fit.fit_elbo``: the ELBO fit;
+* ``botorch_ext.eulbo.optimize.optimize_eulbo``: one BO step, the joint
+  phase (``botorch_ext.eulbo.joint``) included;
+* ``botorch_ext.eulbo.options.EULBOOptions``: their optimizer settings;
+* ``botorch_ext.eulbo.state``: how a model starts, carried state included.
+
+The model imports none of them.
 
 This module is over 500 lines because it holds one class whose docstrings carry
 the model's math, its choices with their reasons and its examples; its code is
-under 300 lines.
+about 250 lines.
 
 References:
     .. [Maus2024eulbo]
@@ -37,30 +40,23 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Mapping
+from typing import Any, cast
 
 import torch
-from botorch.models import SingleTaskVariationalGP
+from botorch.models.approximate_gp import SingleTaskVariationalGP
 from botorch.models.model import Model
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.models.utils.inducing_point_allocators import InducingPointAllocator
 from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import GaussianLikelihood
-from gpytorch.mlls import VariationalELBO
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 from torch.nn import Parameter
+from torch.nn.modules.module import _IncompatibleKeys
 
-from botorch_ext.acquisition import eulbo_utilities
-from botorch_ext.kernels.utils import kernel_lengthscale
-from botorch_ext.models.eulbo_options import (
-    ALTERNATIONS,
-    DEPRECATED_ELBO_SCALES,
-    ELBO_SCALES,
-    JOINT_PARAMETER_BLOCKS,
-    EULBOOptions,
-)
-from botorch_ext.models.eulbo_state import (
+from botorch_ext.eulbo.state import (
     check_training_data,
     floored_likelihood,
     initial_inducing_points,
@@ -69,7 +65,21 @@ from botorch_ext.models.eulbo_state import (
     rescale_carried_state,
     transform_training_data,
 )
-from botorch_ext.validation import check_finite, check_positive, check_positive_int
+from botorch_ext.kernels.utils import kernel_lengthscale
+from botorch_ext.validation import check_positive_int
+
+#: Blocks of ``w`` (``EULBOModel.parameter_blocks``; the joint EULBO phase can
+#: refine any of them, ``JointOptions.parameters``, Figure 3 of [Maus2024eulbo]_).
+JOINT_PARAMETER_BLOCKS = ("variational", "inducing_points", "hyperparameters")
+
+#: Settings that ``EULBOModel`` took before 0.2.0, and where they live now.
+MOVED_SETTINGS = {
+    "elbo_scale": "EULBO(elbo_scale=...) (botorch_ext.eulbo.EULBO)",
+    "utility_weight": "EULBO(utility_weight=...) (botorch_ext.eulbo.EULBO)",
+    "incumbent": "EULBO(incumbent=...) (botorch_ext.eulbo.EULBO)",
+    "alternation": "EULBOOptions(joint=JointOptions(alternation=...))",
+    "options": "the `options` argument of fit_elbo and optimize_eulbo",
+}
 
 
 class EULBOModel(SingleTaskVariationalGP):
@@ -89,7 +99,7 @@ class EULBOModel(SingleTaskVariationalGP):
     ``softplus(E[f(x'_i) | D, (x, y_i)] - y+)`` with one free point ``x'_i`` per
     fantasy sample, optimized jointly with ``x``; the conditional mean is a
     differentiable rank-one update of the SVGP's predictive distribution
-    (``fantasy_means``).
+    (``botorch_ext.eulbo.utilities.fantasy_means``).
 
     The model is BoTorch's ``SingleTaskVariationalGP`` (Cholesky variational
     distribution, learned inducing points, BoTorch's likelihood with its noise
@@ -97,7 +107,8 @@ class EULBOModel(SingleTaskVariationalGP):
     standardized once, on the whole data set, before minibatch training (or
     transformed by a given ``outcome_transform``), and ``posterior`` reports the
     original scale; the utility works on the transformed scale (``y*`` is the
-    best transformed training outcome, the softplus temperature 1 unit).
+    best transformed training outcome unless the objective names an incumbent,
+    the softplus temperature 1 unit).
 
     **State across BO steps.** Algorithm 1 of [Maus2024eulbo]_ starts each BO
     step from the previous step's ``w``. ``model.carry_over(X, Y)`` (or
@@ -108,28 +119,19 @@ class EULBOModel(SingleTaskVariationalGP):
     (``set_optimal_variational_distribution``), with inducing points from
     BoTorch's ``GreedyImprovementReduction`` [Moss2023ipa]_ given a previous
     model and ``GreedyVarianceReduction`` otherwise
-    (``botorch_ext.models.eulbo_state``).
+    (``botorch_ext.eulbo.state``).
 
-    Two choices where the paper and its authors' code differ are explicit:
-
-    * ``elbo_scale``: ``"sum"`` (the default, preset ``"paper"``) uses the ELBO
-      summed over the data as in eq. (8), so one utility term weighs as much as
-      one data point; ``"mean"`` (name ``"per-datum"``) uses the per-datum ELBO
-      that GPyTorch's ``VariationalELBO`` returns, so the utility weighs ``n``
-      times more (``ELBO_SCALES``). The authors' released code uses it on a
-      window of the last 100 points inside a different loop; that loop is
-      ``EULBOOptions.authors()`` with the model choices it lists. Reason for the
-      default: it is the paper's objective. ``utility_weight`` multiplies the
-      utility term in either case.
-    * ``alternation`` (Adam joint phase only): ``"step"`` alternates one w-step
-      and one x-step per minibatch (Algorithm 1); ``"epoch"`` takes a full
-      epoch (or round) of w-steps, then one x-step.
-
-    Fitting and the joint step are functions that take the model, as BoTorch's
-    ``fit_gpytorch_mll`` takes an MLL: ``botorch_ext.optim.fit_elbo``,
-    ``botorch_ext.optim.optimize_eulbo`` and ``botorch_ext.optim.eulbo``. They
-    use the model's public interface (``elbo``, ``per_datum``, ``best_f``,
-    ``whitened_regression``, ``parameter_blocks``).
+    **What the model does not hold.** The settings of its fit are not model
+    state: the EULBO's ELBO scale, utility weight and incumbent are held by the
+    objective, ``botorch_ext.eulbo.EULBO`` (as GPyTorch's ``VariationalELBO``
+    holds ``num_data`` and ``beta``), and the optimizer settings by
+    ``EULBOOptions``; ``fit_elbo(model, options=..., objective=...)`` and
+    ``optimize_eulbo(model, bounds, options=..., objective=...)`` take them, as
+    BoTorch's ``fit_gpytorch_mll`` takes an MLL and its ``optimizer_kwargs``.
+    The keywords ``elbo_scale``, ``utility_weight``, ``alternation``,
+    ``options`` and ``incumbent`` of botorch_ext 0.1.0 raise a ``TypeError``
+    that names their new home (``MOVED_SETTINGS``). ``carry_state`` stays: it
+    says how this model starts from ``previous_model``.
 
     **The kernel.** The paper does not name one. The default is an isotropic
     RBF kernel with BoTorch's dimension-scaled lengthscale prior inside a
@@ -145,12 +147,14 @@ class EULBOModel(SingleTaskVariationalGP):
     model's kernel with its fitted values.
 
     Example:
-        >>> from botorch_ext.optim import fit_elbo, optimize_eulbo
+        >>> from botorch_ext.eulbo import EULBO, fit_elbo, optimize_eulbo
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
         >>> # or with the authors' kernel:
         >>> model = EULBOModel(train_X, train_Y, covar_module=ScaleKernel(RBFKernel()))
         >>> fit_elbo(model)
         >>> candidates, value = optimize_eulbo(model, bounds, q=1, utility="ei")
+        >>> # the per-datum ELBO, as GPyTorch's VariationalELBO:
+        >>> optimize_eulbo(model, bounds, objective=EULBO(elbo_scale="mean"))
         >>> acqf = qLogNoisyExpectedImprovement(model, X_baseline=train_X)
         >>> # next BO step: carry w over, then fit and propose again
         >>> model = model.carry_over(train_X_new, train_Y_new)
@@ -165,16 +169,12 @@ class EULBOModel(SingleTaskVariationalGP):
         num_inducing_points: int = 100,
         previous_model: Model | None = None,
         inducing_point_allocator: InducingPointAllocator | None = None,
-        elbo_scale: str = "sum",
-        utility_weight: float = 1.0,
-        alternation: str = "step",
-        options: EULBOOptions | None = None,
         carry_state: bool = True,
         outcome_transform: OutcomeTransform | None = None,
         input_transform: InputTransform | None = None,
         covar_module: Kernel | None = None,
         likelihood: GaussianLikelihood | None = None,
-        incumbent: float | None = None,
+        **moved_settings: object,
     ) -> None:
         r"""An SVGP with EULBO-based acquisition.
 
@@ -188,12 +188,6 @@ class EULBOModel(SingleTaskVariationalGP):
                 ``GreedyImprovementReduction``.
             inducing_point_allocator: Overrides the default allocator (used
                 when the inducing points are allocated, not carried).
-            elbo_scale: ``"sum"`` (eq. 8; preset name ``"paper"``) or
-                ``"mean"`` (per datum, as GPyTorch's ``VariationalELBO``; name
-                ``"per-datum"``), see ``ELBO_SCALES``.
-            utility_weight: Weight of the expected log utility in the EULBO.
-            alternation: ``"step"`` (Algorithm 1) or ``"epoch"``.
-            options: Optimizer settings, see ``EULBOOptions``.
             carry_state: Start from ``previous_model``'s inducing points,
                 ``q(u)`` and hyperparameters (Algorithm 1). If False, only its
                 hyperparameters are kept and the inducing points re-allocated.
@@ -217,31 +211,23 @@ class EULBOModel(SingleTaskVariationalGP):
                 prior-free ``GaussianLikelihood()``, as in the authors' code); if
                 omitted, a copy of the previous ``EULBOModel``'s, else BoTorch's
                 likelihood with its noise prior and floor.
-            incumbent: The best outcome ``y*`` of the utility, on the
-                original scale (maximization), for a model trained on part of
-                the data (the authors' window of the last 100 points; see
-                ``EULBOOptions.authors``); if omitted, the best of ``train_Y``.
+            moved_settings: The settings of 0.1.0 (``MOVED_SETTINGS``); any
+                raises a ``TypeError`` naming its new home.
+
+        Raises:
+            TypeError: For a setting of 0.1.0 or an unknown keyword.
         """
+        _refuse_moved_settings(moved_settings)
+        if not isinstance(carry_state, bool):
+            # The sixth positional argument of 0.1.0 was `elbo_scale`.
+            raise TypeError(f"`carry_state` must be a bool, got {carry_state!r}.")
         check_training_data(train_X, train_Y)
         check_positive_int("num_inducing_points", num_inducing_points)
-        check_positive("utility_weight", utility_weight, allow_zero=True)
-        elbo_scale = _resolve_elbo_scale(elbo_scale)
-        if alternation not in ALTERNATIONS:
-            raise ValueError(
-                f"`alternation` must be one of {ALTERNATIONS}, got {alternation!r}."
-            )
         if previous_model is not None and not isinstance(previous_model, Model):
             raise ValueError(
                 "`previous_model` must be a BoTorch model, got "
                 f"{type(previous_model).__name__}."
             )
-        options = EULBOOptions() if options is None else options
-        if not isinstance(options, EULBOOptions):
-            raise ValueError(
-                "`options` must be an EULBOOptions (a dict of flat settings goes "
-                f"through EULBOOptions.from_flat), got {type(options).__name__}."
-            )
-        options.validate()
         model_X, outcome_transform, Y_std = transform_training_data(
             train_X, train_Y, input_transform, outcome_transform
         )
@@ -288,20 +274,11 @@ class EULBOModel(SingleTaskVariationalGP):
             self.input_transform = input_transform
         self.train_X_full = model_X
         self.train_Y_std = Y_std
-        self.incumbent: Tensor | None = None
-        if incumbent is not None:
-            check_finite("incumbent", torch.as_tensor(incumbent))
-            best = torch.as_tensor(incumbent, dtype=train_Y.dtype).reshape(1, 1)
-            self.incumbent = outcome_transform(best.to(train_Y))[0].squeeze()
         self.num_inducing_points = m
         self.requested_inducing_points = num_inducing_points
-        self.elbo_scale = elbo_scale
-        self.utility_weight = float(utility_weight)
-        self.alternation = alternation
-        self.options = options
         self.carried_state = carried
-        self.last_fit: dict = {}
-        self.last_optimization: dict = {}
+        self.last_fit: dict[str, Any] = {}
+        self.last_optimization: dict[str, Any] = {}
         self.to(train_X)
         self._start_variational_state(previous, carried, grown)
 
@@ -327,9 +304,9 @@ class EULBOModel(SingleTaskVariationalGP):
         Algorithm 1 of [Maus2024eulbo]_ initializes the SVGP parameters of BO step
         ``t + 1`` with those of step ``t``; this returns an unfitted
         ``EULBOModel`` on ``(train_X, train_Y)`` (normally this model's data
-        plus the new observations) with the same settings and this model's
-        inducing points, ``q(u)`` and hyperparameters. Fit it with
-        ``botorch_ext.optim.fit_elbo`` or ``botorch_ext.optim.optimize_eulbo``.
+        plus the new observations) with this model's transforms, inducing
+        points, ``q(u)`` and hyperparameters. Fit it with
+        ``botorch_ext.eulbo.fit_elbo`` or ``botorch_ext.eulbo.optimize_eulbo``.
 
         Example:
             >>> model = model.carry_over(torch.cat([X, X_new]), torch.cat([Y, Y_new]))
@@ -356,10 +333,6 @@ class EULBOModel(SingleTaskVariationalGP):
                 self, "requested_inducing_points", self.num_inducing_points
             ),
             previous_model=self,
-            elbo_scale=self.elbo_scale,
-            utility_weight=self.utility_weight,
-            alternation=self.alternation,
-            options=self.options,
             outcome_transform=outcome_transform,
             input_transform=copy.deepcopy(input_transform),
         )
@@ -375,7 +348,7 @@ class EULBOModel(SingleTaskVariationalGP):
         ``r = y - mu_X`` of the standardized targets, the noise variance ``s2``
         and the Cholesky factor of ``A = I + Phi Phi^T / s2``. Shared by
         ``set_optimal_variational_distribution`` and
-        ``botorch_ext.optim.fit.collapsed_elbo`` so that the closed-form
+        ``botorch_ext.eulbo.collapsed.collapsed_elbo`` so that the closed-form
         ``q(u)`` and the collapsed bound cannot drift apart; differentiable in
         ``Z`` and the hyperparameters.
 
@@ -438,8 +411,8 @@ class EULBOModel(SingleTaskVariationalGP):
 
     # BoTorch's keep_transforms and assign arrive (ignored) as keywords only.
     def load_state_dict(  # type: ignore[override]
-        self, state_dict, strict: bool = True, **kwargs
-    ):
+        self, state_dict: Mapping[str, Tensor], strict: bool = True, **kwargs: Any
+    ) -> _IncompatibleKeys:
         r"""Load parameters and buffers (the outcome standardization included).
 
         BoTorch's ``Model.load_state_dict`` re-derives the transformed training
@@ -467,9 +440,10 @@ class EULBOModel(SingleTaskVariationalGP):
             The missing and unexpected keys.
         """
         self._resize_inducing_points(state_dict)
-        return torch.nn.Module.load_state_dict(self, state_dict, strict=strict)
+        keys = torch.nn.Module.load_state_dict(self, state_dict, strict=strict)
+        return cast(_IncompatibleKeys, keys)
 
-    def _resize_inducing_points(self, state_dict) -> None:
+    def _resize_inducing_points(self, state_dict: Mapping[str, Tensor]) -> None:
         r"""Give ``Z`` and ``q(u)`` the shapes of ``state_dict``'s (values follow)."""
         prefix = "model.variational_strategy."
         Z = state_dict.get(prefix + "inducing_points")
@@ -511,65 +485,11 @@ class EULBOModel(SingleTaskVariationalGP):
         was_training = transform.training
         transform.eval()
         try:
-            return transform(X)
+            return cast(Tensor, transform(X))
         finally:
             transform.train(was_training)
 
     # ------------------------------------------------- interface of the fits
-    def elbo(self, X: Tensor, Y: Tensor) -> Tensor:
-        r"""The ELBO of the data ``(X, Y)`` on the model's ``elbo_scale``.
-
-        GPyTorch's ``VariationalELBO`` with ``num_data = n`` (the per-datum
-        estimate), times ``n`` for ``elbo_scale="sum"`` (eq. 8 of
-        [Maus2024eulbo]_). Evaluated in the model's current mode.
-
-        Example:
-            >>> value = model.elbo(model.train_X_full, model.train_Y_std)
-
-        Args:
-            X: ``b x d`` inputs in model space (a minibatch or all data).
-            Y: ``b x 1`` transformed outcomes.
-
-        Returns:
-            A scalar tensor.
-        """
-        n = self.train_X_full.shape[-2]
-        mll = VariationalELBO(self.likelihood, self.model, num_data=n)
-        per_datum = mll(self.model(X), Y.squeeze(-1))
-        return per_datum * n if self.elbo_scale == "sum" else per_datum
-
-    def per_datum(self, value: float) -> float:
-        r"""A value on the ``elbo_scale`` as a per-datum value.
-
-        Example:
-            >>> model.per_datum(model.elbo(X, Y).item())
-
-        Args:
-            value: An ELBO or EULBO value on the model's ``elbo_scale``.
-
-        Returns:
-            ``value / n`` for ``"sum"``, ``value`` for ``"mean"``.
-        """
-        return (
-            value / self.train_X_full.shape[-2] if self.elbo_scale == "sum" else value
-        )
-
-    def best_f(self) -> Tensor:
-        r"""The incumbent ``y*``: the best transformed (standardized) training outcome.
-
-        Or the ``incumbent`` given to the model, transformed.
-
-        Example:
-            >>> model.best_f()
-
-        Returns:
-            A scalar tensor.
-        """
-        incumbent: Tensor | None = getattr(self, "incumbent", None)
-        if incumbent is not None:
-            return incumbent
-        return self.train_Y_std.max()
-
     def parameter_blocks(self) -> dict[str, list[Parameter]]:
         r"""The trained parameters of ``w``, by block, selected by module.
 
@@ -602,80 +522,7 @@ class EULBOModel(SingleTaskVariationalGP):
                 blocks["hyperparameters"].append(p)
         return blocks
 
-    # -------------------------------------------------------------- utilities
-    def expected_log_utility(
-        self, X: Tensor, base_samples: Tensor | None = None, utility: str = "ei"
-    ) -> Tensor:
-        r"""``E_{q(f)} log u(X, f)`` of the soft improvement (standardized scale).
-
-        For ``utility="kg"`` the last ``num_fantasies`` points of ``X`` are the
-        one-shot KG's free points ``x'_i``, see ``soft_kg_log_utility``. See
-        ``botorch_ext.acquisition.eulbo_utilities.expected_log_utility``
-        (``options.utility.num_quadrature_points`` points).
-
-        Example:
-            >>> value = model.expected_log_utility(torch.rand(4, 1, 2))
-
-        Args:
-            X: ``batch_shape x q x d`` candidates (``batch_shape x (q + S) x d``
-                for ``"kg"``).
-            base_samples: ``num_samples x q`` standard normal draws, required for
-                ``q > 1`` and for ``"kg"`` (fixed across the optimization, as in
-                BoTorch).
-            utility: ``"ei"`` or ``"kg"``.
-
-        Returns:
-            A ``batch_shape`` tensor.
-        """
-        return eulbo_utilities.expected_log_utility(
-            self,
-            X,
-            base_samples,
-            utility,
-            num_quadrature_points=self.options.utility.num_quadrature_points,
-        )
-
-    def fantasy_means(self, X: Tensor, base_samples: Tensor) -> Tensor:
-        r"""One-shot KG conditional means ``E[f(x'_i) | D, (x_j, y_ij)]``.
-
-        A differentiable rank-one update of the SVGP's predictive distribution
-        (eq. 4 of [Maus2024eulbo]_) on the standardized scale; see
-        ``botorch_ext.acquisition.eulbo_utilities.fantasy_means``.
-
-        Example:
-            >>> means = model.fantasy_means(X, torch.randn(32, 1))
-
-        Args:
-            X: ``batch_shape x (q + S) x d``: ``q`` candidates, then the ``S``
-                free points ``x'_i``.
-            base_samples: ``S x q`` standard normal draws ``eps_ij``.
-
-        Returns:
-            A ``batch_shape x S x q`` tensor of conditional means (standardized
-            scale).
-        """
-        return eulbo_utilities.fantasy_means(self, X, base_samples)
-
-    def soft_kg_log_utility(self, X: Tensor, base_samples: Tensor) -> Tensor:
-        r"""``1/S sum_i max_j log softplus(E[f(x'_i) | D, (x_j, y_ij)] - y+)``.
-
-        The one-shot soft-KG term of the EULBO ([Maus2024eulbo]_, eq. 10 and its
-        batch version), with ``c+ = y+`` the best standardized training outcome;
-        see ``botorch_ext.acquisition.eulbo_utilities.soft_kg_log_utility``.
-
-        Example:
-            >>> value = model.soft_kg_log_utility(X, torch.randn(32, 1))
-
-        Args:
-            X: ``batch_shape x (q + S) x d`` as for ``fantasy_means``.
-            base_samples: ``S x q`` standard normal draws.
-
-        Returns:
-            A ``batch_shape`` tensor.
-        """
-        return eulbo_utilities.soft_kg_log_utility(self, X, base_samples)
-
-    def diagnostics(self) -> dict:
+    def diagnostics(self) -> dict[str, Any]:
         r"""The fitted state a BO loop should log at every step.
 
         Example:
@@ -713,21 +560,18 @@ class EULBOModel(SingleTaskVariationalGP):
         }
 
 
-def _resolve_elbo_scale(elbo_scale: str) -> str:
-    r"""``"sum"`` or ``"mean"``, resolving the names of ``ELBO_SCALES``."""
-    if elbo_scale in DEPRECATED_ELBO_SCALES:
-        warnings.warn(
-            f"elbo_scale={elbo_scale!r} is deprecated: it is the per-datum ELBO "
-            "only, not the authors' loop; use elbo_scale='mean' (or 'per-datum'), "
-            "or EULBOOptions.authors() for their loop.",
-            DeprecationWarning,
-            stacklevel=3,
+def _refuse_moved_settings(settings: dict[str, object]) -> None:
+    r"""Raise a ``TypeError`` that names the new home of each setting of 0.1.0."""
+    if not settings:
+        return
+    moved = [name for name in settings if name in MOVED_SETTINGS]
+    unknown = sorted(set(settings) - set(moved))
+    if unknown:
+        raise TypeError(
+            f"EULBOModel.__init__() got unexpected keyword arguments {unknown}."
         )
-        return DEPRECATED_ELBO_SCALES[elbo_scale]
-    elbo_scale = ELBO_SCALES.get(elbo_scale, elbo_scale)
-    if elbo_scale not in ("sum", "mean"):
-        raise ValueError(
-            "`elbo_scale` must be 'sum', 'mean' or a preset of "
-            f"{sorted(ELBO_SCALES)}, got {elbo_scale!r}."
-        )
-    return elbo_scale
+    homes = "; ".join(f"`{name}`: {MOVED_SETTINGS[name]}" for name in moved)
+    raise TypeError(
+        "EULBOModel holds no fit settings since botorch_ext 0.2.0 (see "
+        f"docs/migration.md); pass them where they live now: {homes}."
+    )

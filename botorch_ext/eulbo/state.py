@@ -20,7 +20,7 @@ References:
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Protocol, cast
 
 import gpytorch
 import torch
@@ -39,11 +39,50 @@ from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import Kernel, ScaleKernel
 from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.models import ApproximateGP
 from torch import Tensor
 
 from botorch_ext.kernels.dim_scaled import (
     get_isotropic_rbf_kernel_with_dim_scaled_prior,
 )
+
+
+class CarriedModel(Protocol):
+    r"""What the start of a model reads of the previous one (an ``EULBOModel``).
+
+    Its public BoTorch/GPyTorch surface and its data, read only: a protocol
+    rather than the class, so that these helpers stay below the model.
+    """
+
+    @property
+    def model(self) -> ApproximateGP:
+        r"""The latent approximate GP."""
+        ...
+
+    @property
+    def likelihood(self) -> GaussianLikelihood:
+        r"""Its Gaussian likelihood."""
+        ...
+
+    @property
+    def train_X_full(self) -> Tensor:
+        r"""The training inputs in model space."""
+        ...
+
+    @property
+    def train_Y_std(self) -> Tensor:
+        r"""The transformed training outcomes."""
+        ...
+
+    @property
+    def num_inducing_points(self) -> int:
+        r"""The number of inducing points."""
+        ...
+
+    @property
+    def outcome_transform(self) -> OutcomeTransform:
+        r"""The outcome transform."""
+        ...
 
 
 def check_training_data(train_X: Tensor, train_Y: Tensor) -> None:
@@ -162,7 +201,7 @@ def transform_training_data(
 
 
 def initial_kernel(
-    covar_module: Kernel | None, previous: Any | None, train_X: Tensor
+    covar_module: Kernel | None, previous: CarriedModel | None, train_X: Tensor
 ) -> Kernel:
     r"""The kernel a model starts with.
 
@@ -211,7 +250,10 @@ def floored_likelihood(train_X: Tensor) -> GaussianLikelihood:
 
 
 def load_previous_hyperparameters(
-    previous: Any, model_X: Tensor, covar_module: Kernel, likelihood: GaussianLikelihood
+    previous: CarriedModel,
+    model_X: Tensor,
+    covar_module: Kernel,
+    likelihood: GaussianLikelihood,
 ) -> None:
     r"""Start the kernel and likelihood from the previous ``EULBOModel``'s values.
 
@@ -247,7 +289,7 @@ def initial_inducing_points(
     covar_module: Kernel,
     m: int,
     previous_model: Model | None,
-    previous: Any | None,
+    previous: CarriedModel | None,
     carry: bool,
     allocator: InducingPointAllocator | None = None,
 ) -> Tensor:
@@ -282,7 +324,7 @@ def initial_inducing_points(
         Z = Z.clone().to(model_X)
         if m_previous < m:
             Z = torch.cat([Z, model_X[-(m - m_previous) :].detach().clone()])
-        return Z
+        return cast(Tensor, Z)
     if allocator is None:
         allocator = (
             GreedyVarianceReduction()
@@ -298,7 +340,7 @@ def initial_inducing_points(
     return fill_inducing_points(Z, model_X, m)
 
 
-def rescale_carried_state(model: Any, previous: Any) -> None:
+def rescale_carried_state(model: CarriedModel, previous: CarriedModel) -> None:
     r"""Map a carried ``q(u)``, constant mean and noise onto the new outcome scale.
 
     With standardizations ``(mu, s)`` before and ``(mu', s')`` after the new

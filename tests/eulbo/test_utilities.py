@@ -3,15 +3,18 @@ import math
 import torch
 from botorch.utils.testing import BotorchTestCase
 
-from botorch_ext.acquisition import (
+from botorch_ext.eulbo import (
+    EULBO,
+    EULBOModel,
+    UtilityOptions,
     expected_log_soft_improvement,
+    fit_elbo,
     gauss_hermite_normal,
     mc_log_soft_improvement,
 )
-from botorch_ext.models import EULBOModel
-from botorch_ext.optim import fit_elbo
-from tests.models.helpers import FAST
-from tests.models.helpers import make_data as _data
+from botorch_ext.eulbo.utilities import fantasy_means, soft_kg_log_utility
+from tests.eulbo.helpers import FAST
+from tests.eulbo.helpers import make_data as _data
 
 
 def _log_softplus_ref(x: float) -> float:
@@ -140,31 +143,31 @@ def _dense_fantasy_means(model, X, eps):
 class TestEULBOSoftKG(BotorchTestCase):
     def test_fantasy_means_against_dense_conditioning(self):
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
-        fit_elbo(model)
+        model = EULBOModel(X, Y, num_inducing_points=12)
+        fit_elbo(model, FAST)
         gen = torch.Generator().manual_seed(5)
         for q, S in ((1, 4), (3, 5)):
             pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
             eps = torch.randn(S, q, generator=gen, dtype=torch.double)
             with torch.no_grad():
-                got = model.fantasy_means(pts.unsqueeze(0), eps).squeeze(0)
+                got = fantasy_means(model, pts.unsqueeze(0), eps).squeeze(0)
                 want = _dense_fantasy_means(model, pts, eps)
             self.assertAllClose(got, want, atol=1e-5, rtol=1e-5)
             # The soft-KG term is the sample mean of the max over the batch.
-            with torch.no_grad():
-                val = model.soft_kg_log_utility(pts.unsqueeze(0), eps).item()
             best = model.train_Y_std.max()
+            with torch.no_grad():
+                val = soft_kg_log_utility(model, pts.unsqueeze(0), eps, best).item()
             ref = torch.log(torch.nn.functional.softplus(want - best)).amax(-1).mean()
             self.assertAlmostEqual(val, ref.item(), places=5)
 
     def test_gradients_reach_variational_parameters(self):
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=12, options=FAST)
-        fit_elbo(model)
+        model = EULBOModel(X, Y, num_inducing_points=12)
+        fit_elbo(model, FAST)
         model.train()
         pts = torch.rand(1, 4, 2, dtype=torch.double, requires_grad=True)
         eps = torch.randn(3, 1, dtype=torch.double)
-        model.soft_kg_log_utility(pts, eps).sum().backward()
+        soft_kg_log_utility(model, pts, eps, model.train_Y_std.max()).sum().backward()
         vd = model.model.variational_strategy._variational_distribution
         self.assertGreater(vd.variational_mean.grad.abs().sum().item(), 0)
         self.assertGreater(vd.chol_variational_covar.grad.abs().sum().item(), 0)
@@ -173,10 +176,10 @@ class TestEULBOSoftKG(BotorchTestCase):
 
     def test_fantasy_means_checks_the_number_of_points(self):
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        model = EULBOModel(X, Y, num_inducing_points=10)
         with self.assertRaisesRegex(ValueError, "q \\+ S"):
             pts, eps = torch.rand(1, 3, 2).double(), torch.randn(4, 1).double()
-            model.fantasy_means(pts, eps)
+            fantasy_means(model, pts, eps)
 
 
 def _reference_log_soft_improvement(mean, covariance, best_f, num_samples, seed):
@@ -218,8 +221,8 @@ class TestExpectedLogUtility(BotorchTestCase):
 
     def _fitted(self, dtype):
         X, Y = (t.to(self.device) for t in _data(dtype=dtype))
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
-        fit_elbo(model)
+        model = EULBOModel(X, Y, num_inducing_points=10)
+        fit_elbo(model, FAST)
         return model, X
 
     def test_q1_quadrature_against_monte_carlo(self):
@@ -236,7 +239,7 @@ class TestExpectedLogUtility(BotorchTestCase):
             )
             Xt = torch.cat([X[:3], points]).unsqueeze(-2)  # 8 x 1 x 2
             with torch.no_grad():
-                got = model.expected_log_utility(Xt)
+                got = EULBO().expected_log_utility(model, Xt)
                 f = model.model(Xt)  # the latent SVGP marginal q(f)
             self.assertEqual(got.shape, torch.Size([8]))
             std = f.variance.sqrt().squeeze(-1)
@@ -254,14 +257,18 @@ class TestExpectedLogUtility(BotorchTestCase):
                 f"{(got.double() - ref).abs() / tol} (differences / tolerance)",
             )
 
-    def test_the_model_uses_its_number_of_quadrature_points(self):
+    def test_the_number_of_quadrature_points_is_used(self):
         # Two-point Gauss-Hermite: E g(z) = (g(-1) + g(1)) / 2 for z ~ N(0, 1).
         X, Y = _data()
-        options = FAST.replace(num_quadrature_points=2)
-        model = EULBOModel(X, Y, num_inducing_points=10, options=options)
+        options = FAST.replace(utility=UtilityOptions(num_quadrature_points=2))
+        model = EULBOModel(X, Y, num_inducing_points=10)
         Xt = torch.tensor([[[0.2, 0.9]], [[1.2, 1.1]]], dtype=torch.double)
         with torch.no_grad():
-            got = model.expected_log_utility(Xt)
+            got = EULBO().expected_log_utility(
+                model,
+                Xt,
+                num_quadrature_points=options.utility.num_quadrature_points,
+            )
             f = model.model(Xt)
         mean, std = f.mean.squeeze(-1), f.variance.sqrt().squeeze(-1)
         best = model.train_Y_std.max()
@@ -292,7 +299,7 @@ class TestExpectedLogUtility(BotorchTestCase):
             gen = torch.Generator().manual_seed(3)
             base = torch.randn(num_base, 3, generator=gen, dtype=dtype)
             with torch.no_grad():
-                got = model.expected_log_utility(Xt, base.to(self.device))
+                got = EULBO().expected_log_utility(model, Xt, base.to(self.device))
                 f = model.model(Xt)
             self.assertEqual(got.shape, torch.Size([4]))
             num_ref = 1_000_000
@@ -308,4 +315,4 @@ class TestExpectedLogUtility(BotorchTestCase):
                 f"{(got.double() - ref).abs() / tol} (differences / tolerance)",
             )
             with self.assertRaisesRegex(ValueError, "base_samples"):
-                model.expected_log_utility(Xt)
+                EULBO().expected_log_utility(model, Xt)

@@ -13,7 +13,7 @@ minibatch losses; the phase stops at the ``stopping.patience``-th epoch whose lo
 is not the lowest so far (counted in total) or after ``stopping.max_epochs + 1``
 epochs, and returns the state it ends in: there is **no rollback** to the warm
 start, unlike the package's default L-BFGS phase
-(``botorch_ext.optim.joint_phase``).
+(``botorch_ext.eulbo.joint``).
 
 A non-finite loss or gradient restarts the phase from the warm start with both step
 sizes divided by 10, ``joint.retries`` times at most; if every attempt fails, the
@@ -35,66 +35,50 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from typing import TYPE_CHECKING
 
 import torch
 from botorch.exceptions.warnings import OptimizationWarning
 from torch import Tensor
 
-from botorch_ext.optim.fit import FailureCount, minibatches
-from botorch_ext.optim.joint_phase import (
-    eulbo,
+from botorch_ext.eulbo.adam import FailureCount, minibatches
+from botorch_ext.eulbo.joint import (
+    JointProblem,
     finish_joint_phase,
     joint_parameters,
-    utility_value,
 )
-
-if TYPE_CHECKING:
-    from botorch_ext.models.eulbo import EULBOModel
 
 
 def epoch_joint_phase(
-    model: EULBOModel,
-    x0: Tensor,
-    bounds: Tensor,
-    q: int,
-    utility: str,
-    base_samples: Tensor | None,
-    gen: torch.Generator,
+    problem: JointProblem, x0: Tensor, gen: torch.Generator
 ) -> tuple[Tensor, Tensor]:
     r"""The ``"adam-epochs"`` joint phase (see the module docstring).
 
     Example:
-        >>> model = EULBOModel(X, Y, elbo_scale="mean", options=EULBOOptions.authors())
-        >>> fit_elbo(model)
-        >>> x0 = warm_start(model, bounds, q=1, seed=0)
-        >>> cand, value = epoch_joint_phase(model, x0, bounds, 1, "ei", None, gen)
+        >>> options, objective = EULBOOptions.authors(), EULBO(elbo_scale="mean")
+        >>> fit_elbo(model, options, objective)
+        >>> x0 = warm_start(model, bounds, q=1, seed=0, options=options)
+        >>> problem = JointProblem(model, objective, options, bounds, 1, "ei")
+        >>> cand, value = epoch_joint_phase(problem, x0, gen)
 
     Args:
-        model: A fitted ``EULBOModel``, changed in place.
+        problem: The ``JointProblem`` (its model is changed in place).
         x0: The warm-start candidates (``(q + S) x d`` for ``"kg"``).
-        bounds: ``2 x d`` box.
-        q: Number of candidates.
-        utility: ``"ei"`` or ``"kg"``.
-        base_samples: Fixed standard normal draws, or None (``q = 1``, ``"ei"``).
         gen: The generator of the minibatch shuffles.
 
     Returns:
         ``(candidates[:q], value)``: the final candidates and the EULBO of the
         final state on all of the model's training data.
     """
-    options = model.options
-    warm_value = eulbo(model, x0, base_samples, utility).item()
-    warm_utility = utility_value(model, x0, base_samples, utility)
+    model, options = problem.model, problem.options
+    warm_value = problem.eulbo(x0).item()
+    warm_utility = problem.utility_value(x0)
     warm_noise = float(model.likelihood.noise.detach().reshape(-1)[0])
     start_state = copy.deepcopy(model.state_dict())
     lr_w, lr_x = options.adam.lr_w, options.adam.lr_x
     candidates, epochs, attempts = None, 0, 0
     while candidates is None and attempts <= options.joint.retries:
         attempts += 1
-        candidates, epochs = _alternating_epochs(
-            model, x0, bounds, utility, base_samples, gen, lr_w, lr_x
-        )
+        candidates, epochs = _alternating_epochs(problem, x0, gen, lr_w, lr_x)
         if candidates is not None:
             break
         model.load_state_dict(start_state)
@@ -109,16 +93,12 @@ def epoch_joint_phase(
             stacklevel=3,
         )
     model.eval()
-    value = eulbo(model, candidates, base_samples, utility).item()
+    value = problem.eulbo(candidates).item()
     return finish_joint_phase(
-        model,
+        problem,
         x0,
         candidates,
         value,
-        q,
-        utility,
-        base_samples,
-        bounds,
         warm_value=warm_value,
         warm_utility=warm_utility,
         trace=[warm_value, value],
@@ -132,19 +112,13 @@ def epoch_joint_phase(
 
 
 def _alternating_epochs(
-    model: EULBOModel,
-    x0: Tensor,
-    bounds: Tensor,
-    utility: str,
-    base_samples: Tensor | None,
-    gen: torch.Generator,
-    lr_w: float,
-    lr_x: float,
+    problem: JointProblem, x0: Tensor, gen: torch.Generator, lr_w: float, lr_x: float
 ) -> tuple[Tensor | None, int]:
     r"""One attempt: ``(candidates, epochs)``, candidates None on a non-finite step."""
-    options = model.options
+    model, options, bounds = problem.model, problem.options, problem.bounds
+    objective = problem.objective
     x = x0.clone().requires_grad_(True)
-    w_params = joint_parameters(model)
+    w_params = joint_parameters(model, options)
     opt_w = torch.optim.Adam(w_params, lr=lr_w)
     opt_x = torch.optim.Adam([x], lr=lr_x)
     rule = FailureCount(options.stopping.patience)
@@ -153,11 +127,12 @@ def _alternating_epochs(
     model.train()
     while True:
         total = 0.0
-        for idx in minibatches(model, gen):
+        for idx in minibatches(model, options.adam.batch_size, gen):
             opt_w.zero_grad()
             opt_x.zero_grad()
-            util = model.expected_log_utility(x.unsqueeze(0), base_samples, utility)
-            loss = -(model.elbo(X[idx], Y[idx]) + model.utility_weight * util.sum())
+            util = problem.expected_log_utility(x.unsqueeze(0))
+            elbo = objective.elbo(model, X[idx], Y[idx])
+            loss = -(elbo + objective.utility_weight * util.sum())
             if not torch.isfinite(loss):
                 return None, epochs
             loss.backward()

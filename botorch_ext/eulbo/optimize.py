@@ -6,8 +6,9 @@ parameters ``w``,
 
     max_{x, w}  L_ELBO(w) + utility_weight * E_{q_w(f)} log u(x, f)
 
-(``botorch_ext.optim.joint_phase.eulbo``). ``optimize_eulbo`` solves it for an
-``EULBOModel``, as BoTorch's ``fit_gpytorch_mll`` fits a model it is given.
+(``botorch_ext.eulbo.objective.EULBO``). ``optimize_eulbo`` solves it for an
+``EULBOModel``, as BoTorch's ``fit_gpytorch_mll`` fits a model it is given: it
+takes the model, the objective and the optimizer settings (``EULBOOptions``).
 
 Data path of one EULBO step: the model (its state ``w`` carried from the
 previous BO step, ``EULBOModel.carry_over``) -> ELBO fit (``fit_elbo``) -> warm
@@ -27,28 +28,34 @@ References:
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
-from botorch.acquisition import qExpectedImprovement, qLogExpectedImprovement
-from botorch.exceptions.warnings import NumericsWarning, OptimizationWarning
+from botorch.acquisition.logei import qLogExpectedImprovement
+from botorch.acquisition.monte_carlo import qExpectedImprovement
+from botorch.exceptions.warnings import (
+    BadInitialCandidatesWarning,
+    NumericsWarning,
+    OptimizationWarning,
+)
 from botorch.models.model import Model
-from botorch.optim import optimize_acqf
-from botorch.posteriors import Posterior
+from botorch.optim.optimize import optimize_acqf
+from botorch.posteriors.posterior import Posterior
 from torch import Tensor
 
-from botorch_ext.acquisition.soft_kg import qLogSoftKGModelScale
-from botorch_ext.optim.epoch_joint_phase import epoch_joint_phase
-from botorch_ext.optim.fit import fit_elbo
-from botorch_ext.optim.joint_phase import adam_joint_phase, lbfgs_joint_phase
+from botorch_ext.eulbo.fit import fit_elbo
+from botorch_ext.eulbo.joint import JointProblem, lbfgs_joint_phase
+from botorch_ext.eulbo.joint_adam import adam_joint_phase
+from botorch_ext.eulbo.joint_epochs import epoch_joint_phase
+from botorch_ext.eulbo.model import EULBOModel
+from botorch_ext.eulbo.objective import EULBO
+from botorch_ext.eulbo.options import EULBOOptions
+from botorch_ext.eulbo.utilities import qLogSoftKGModelScale
 from botorch_ext.optim.utils import (
     ignore_optimize_acqf_retry_warnings,
     preserved_global_rng,
 )
 from botorch_ext.validation import check_bounds, check_positive_int
-
-if TYPE_CHECKING:
-    from botorch_ext.models.eulbo import EULBOModel
 
 #: Utilities of the EULBO, soft improvement and one-shot soft KG.
 UTILITIES = ("ei", "kg")
@@ -61,13 +68,17 @@ def optimize_eulbo(
     utility: str = "ei",
     seed: int = 0,
     refit: bool = True,
+    *,
+    options: EULBOOptions | None = None,
+    objective: EULBO | None = None,
 ) -> tuple[Tensor, Tensor]:
     r"""Choose ``q`` candidates jointly with the SVGP fit ([Maus2024eulbo]_, Alg. 1).
 
     Maximizes the EULBO ``L_ELBO(w) + utility_weight * E_{q_w(f)} log u(x, f)``
     over the candidates ``x`` and the blocks of ``w`` that
     ``options.joint.parameters`` selects (all of ``w`` by default, as in
-    Algorithm 1), where ``options`` is ``model.options`` (``EULBOOptions``):
+    Algorithm 1), with the scale, weight and incumbent of ``objective``
+    (``EULBO``) and the optimizer settings ``options`` (``EULBOOptions``):
 
     1. ``fit_elbo`` (skipped with ``refit=False``).
     2. Warm start (``warm_start``): ``optimize_acqf`` on the matching
@@ -86,7 +97,7 @@ def optimize_eulbo(
        stopping rule returns the warm start unchanged (measured; see the EULBO
        page of the docs). That phase is ``joint.optimizer="adam"``: w-steps
        (Adam, ``adam.lr_w``, minibatch ELBO plus the expected log utility)
-       alternating (``model.alternation``) with x-steps (Adam, ``adam.lr_x``,
+       alternating (``joint.alternation``) with x-steps (Adam, ``adam.lr_x``,
        the expected log utility), clipped at ``adam.grad_clip``, ``x``
        projected onto ``bounds``, stopped by ``fit_elbo``'s rule
        (``stopping``) applied to the EULBO, the model left at the best state
@@ -99,6 +110,13 @@ def optimize_eulbo(
     Example:
         >>> model = EULBOModel(train_X, train_Y, num_inducing_points=100)
         >>> candidates, value = optimize_eulbo(model, bounds, q=1, utility="ei")
+        >>> # the authors' loop (on the last 100 points, y* over all of them):
+        >>> optimize_eulbo(
+        ...     model,
+        ...     bounds,
+        ...     options=EULBOOptions.authors(),
+        ...     objective=EULBO(elbo_scale="mean", incumbent=float(all_Y.max())),
+        ... )
 
     Args:
         model: An ``EULBOModel``; fitted in place.
@@ -109,6 +127,8 @@ def optimize_eulbo(
         seed: Seed of the minibatches and base samples.
         refit: Run ``fit_elbo`` first; False starts from the model's current
             state (e.g. a fit done by the caller).
+        options: Optimizer settings; ``EULBOOptions()`` if None.
+        objective: The objective; ``EULBO()`` (the paper's eq. 8) if None.
 
     Returns:
         ``(candidates, value)``: a ``q x d`` tensor inside ``bounds`` and the
@@ -116,14 +136,24 @@ def optimize_eulbo(
         ``"epochs"``, else on the check set, which is all data when ``n <=
         options.stopping.check_size``).
     """
+    options = EULBOOptions() if options is None else options
+    objective = EULBO() if objective is None else objective
     with preserved_global_rng(model.train_X_full):
-        return _optimize_eulbo(model, bounds, q, utility, seed, refit)
+        return _optimize_eulbo(
+            model, bounds, q, utility, seed, refit, options, objective
+        )
 
 
 def _optimize_eulbo(
-    model: EULBOModel, bounds: Tensor, q: int, utility: str, seed: int, refit: bool
+    model: EULBOModel,
+    bounds: Tensor,
+    q: int,
+    utility: str,
+    seed: int,
+    refit: bool,
+    options: EULBOOptions,
+    objective: EULBO,
 ) -> tuple[Tensor, Tensor]:
-    options = model.options
     check_bounds("bounds", bounds, model.train_X_full.shape[-1])
     check_positive_int("q", q)
     if utility not in UTILITIES:
@@ -141,14 +171,24 @@ def _optimize_eulbo(
             bounds.device
         )
     if refit:
-        fit_elbo(model, seed=seed)
+        fit_elbo(model, options, objective, seed=seed)
     # For "kg", x holds the q candidates followed by the S free points x'_i.
-    x0 = warm_start(model, bounds, q, seed, utility, base_samples)
+    x0 = warm_start(
+        model,
+        bounds,
+        q,
+        seed,
+        utility,
+        base_samples,
+        options=options,
+        objective=objective,
+    )
+    problem = JointProblem(model, objective, options, bounds, q, utility, base_samples)
     if options.joint.optimizer == "lbfgs":
-        return lbfgs_joint_phase(model, x0, bounds, q, utility, base_samples)
+        return lbfgs_joint_phase(problem, x0)
     if options.joint.optimizer == "adam-epochs":
-        return epoch_joint_phase(model, x0, bounds, q, utility, base_samples, gen)
-    return adam_joint_phase(model, x0, bounds, q, utility, base_samples, gen)
+        return epoch_joint_phase(problem, x0, gen)
+    return adam_joint_phase(problem, x0, gen)
 
 
 class ObservationNoisePredictive(Model):
@@ -176,7 +216,7 @@ class ObservationNoisePredictive(Model):
         r"""The wrapped model's number of outputs."""
         return self.model.num_outputs
 
-    def posterior(self, X: Tensor, *args, **kwargs) -> Posterior:  # type: ignore[override]
+    def posterior(self, X: Tensor, *args: Any, **kwargs: Any) -> Posterior:
         r"""The wrapped model's posterior at ``X`` with observation noise."""
         kwargs["observation_noise"] = True
         return self.model.posterior(X, *args, **kwargs)
@@ -189,6 +229,9 @@ def warm_start(
     seed: int,
     utility: str = "ei",
     base_samples: Tensor | None = None,
+    *,
+    options: EULBOOptions | None = None,
+    objective: EULBO | None = None,
 ) -> Tensor:
     r"""Algorithm 1, line 3: the conventional acquisition under the ELBO fit.
 
@@ -198,7 +241,7 @@ def warm_start(
     soft-KG itself with the SVGP fixed (``qLogSoftKGModelScale``), optimized
     over the ``q`` candidates and the ``S`` free points jointly by
     ``optimize_acqf``, like BoTorch's one-shot ``qKnowledgeGradient``; all
-    ``q + S`` points are returned.
+    ``q + S`` points are returned. The incumbent is ``objective.best_f(model)``.
 
     Example:
         >>> x0 = warm_start(model, bounds, q=1, seed=0)
@@ -210,19 +253,25 @@ def warm_start(
         seed: Seed of ``optimize_acqf``'s initial conditions.
         utility: ``"ei"`` or ``"kg"``.
         base_samples: ``S x q`` standard normal draws, required for ``"kg"``.
+        options: ``warm_start`` gives the acquisition and ``optimize_acqf``'s
+            budget; ``EULBOOptions()`` if None.
+        objective: Its incumbent is the acquisition's; ``EULBO()`` if None.
 
     Returns:
         A ``q x d`` tensor (``(q + S) x d`` for ``"kg"``). The global random
         stream is left as it was.
     """
+    settings = (EULBOOptions() if options is None else options).warm_start
+    objective = EULBO() if objective is None else objective
     acqf: qLogSoftKGModelScale | qLogExpectedImprovement | qExpectedImprovement
     if utility == "kg":
         assert base_samples is not None  # required for "kg" (see Args)
-        acqf = qLogSoftKGModelScale(model, base_samples)
+        acqf = qLogSoftKGModelScale(model, base_samples, objective.best_f(model))
         n_points = acqf.get_augmented_q_batch_size(q)
     else:
-        best_f = model.outcome_transform.untransform(model.best_f().reshape(1, 1))
-        if model.options.warm_start.acquisition == "qei-noisy":
+        y_best = objective.best_f(model).reshape(1, 1)
+        best_f = model.outcome_transform.untransform(y_best)
+        if settings.acquisition == "qei-noisy":
             with warnings.catch_warnings():
                 # Chosen on purpose (the authors' acquisition), not by oversight.
                 warnings.simplefilter("ignore", NumericsWarning)
@@ -235,13 +284,19 @@ def warm_start(
     with warnings.catch_warnings(), preserved_global_rng(bounds):
         warnings.simplefilter("ignore", OptimizationWarning)
         ignore_optimize_acqf_retry_warnings()
+        # BoTorch draws more raw samples only if it records this warning, so the
+        # filter set here (not the caller's) decides whether it does.
+        warnings.simplefilter(
+            "default" if settings.resample_zero else "ignore",
+            BadInitialCandidatesWarning,
+        )
         torch.manual_seed(seed)
         candidates, _ = optimize_acqf(
             acqf,
             bounds=bounds,
             q=n_points,
-            num_restarts=model.options.warm_start.num_restarts,
-            raw_samples=model.options.warm_start.raw_samples,
+            num_restarts=settings.num_restarts,
+            raw_samples=settings.raw_samples,
             return_full_tree=True,
         )
     return candidates.detach()

@@ -13,8 +13,10 @@ The first three functions work on tensors. ``expected_log_utility``,
 ``fantasy_means`` and ``soft_kg_log_utility`` evaluate them for a model with a
 latent SVGP (``LatentSVGPModel``, e.g. ``EULBOModel``) on its transformed
 (standardized) outcomes, with gradients to the variational parameters, the
-inducing points, the hyperparameters and the inputs; the model's methods of the
-same names call them.
+inducing points, the hyperparameters and the inputs. The incumbent ``y*`` is an
+argument: the objective (``botorch_ext.eulbo.objective.EULBO.best_f``) chooses
+it. ``qLogSoftKGModelScale`` is the soft-KG term as a BoTorch acquisition
+function, for the joint step's warm start.
 
 References:
     .. [Maus2024eulbo]
@@ -26,16 +28,21 @@ References:
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import torch
+from botorch.models.model import Model
 from botorch.utils.safe_math import log_softplus
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.models import ApproximateGP
 from torch import Tensor
 
-from botorch_ext.acquisition.soft_kg import log_soft_kg, one_shot_fantasy_means
+from botorch_ext.acquisition.soft_kg import (
+    log_soft_kg,
+    one_shot_fantasy_means,
+    qLogSoftKG,
+)
 from botorch_ext.validation import check_positive, check_positive_int
 
 #: Gauss-Hermite points used by the paper (its Table 1).
@@ -57,10 +64,6 @@ class LatentSVGPModel(Protocol):
 
     model: ApproximateGP
     likelihood: GaussianLikelihood
-
-    def best_f(self) -> Tensor:
-        r"""The incumbent ``y*``: the best transformed training outcome."""
-        ...
 
     def to_model_space(self, X: Tensor) -> Tensor:
         r"""Apply the model's input transform (in eval mode)."""
@@ -166,26 +169,28 @@ def mc_log_soft_improvement(
 def expected_log_utility(
     model: LatentSVGPModel,
     X: Tensor,
+    best_f: Tensor,
     base_samples: Tensor | None = None,
     utility: str = "ei",
     num_quadrature_points: int = DEFAULT_NUM_QUADRATURE_POINTS,
 ) -> Tensor:
     r"""``E_{q(f)} log u(X, f)`` of a latent SVGP (transformed scale).
 
-    ``"ei"``: the soft improvement over ``y*``, the best transformed training
-    outcome, with temperature 1; by ``expected_log_soft_improvement``
+    ``"ei"``: the soft improvement over ``y*`` (``best_f``, transformed scale),
+    with temperature 1; by ``expected_log_soft_improvement``
     (``num_quadrature_points`` points) for ``q = 1`` and by
     ``mc_log_soft_improvement`` on ``f_s = mean + L eps_s`` for ``q > 1``.
     ``"kg"``: the last ``S`` points of ``X`` are the one-shot KG's free points
     ``x'_i``, see ``soft_kg_log_utility``.
 
     Example:
-        >>> value = expected_log_utility(model, X)  # or model.expected_log_utility(X)
+        >>> value = expected_log_utility(model, X, model.train_Y_std.max())
 
     Args:
         model: A ``LatentSVGPModel`` such as ``EULBOModel``.
         X: ``batch_shape x q x d`` candidates (``batch_shape x (q + S) x d`` for
             ``"kg"``).
+        best_f: The incumbent ``y*`` on the transformed scale.
         base_samples: ``num_samples x q`` standard normal draws, required for
             ``q > 1`` and for ``"kg"`` (fixed across the optimization, as in
             BoTorch).
@@ -198,10 +203,9 @@ def expected_log_utility(
     if utility == "kg":
         if base_samples is None:
             raise ValueError("`base_samples` are required for utility='kg'.")
-        return soft_kg_log_utility(model, X, base_samples)
+        return soft_kg_log_utility(model, X, base_samples, best_f)
     # Latent SVGP marginal on the transformed (standardized) scale.
     f = model.model(model.to_model_space(X))
-    best_f = model.best_f()
     if X.shape[-2] == 1:
         return expected_log_soft_improvement(
             f.mean.squeeze(-1),
@@ -267,25 +271,66 @@ def fantasy_means(model: LatentSVGPModel, X: Tensor, base_samples: Tensor) -> Te
 
 
 def soft_kg_log_utility(
-    model: LatentSVGPModel, X: Tensor, base_samples: Tensor
+    model: LatentSVGPModel, X: Tensor, base_samples: Tensor, best_f: Tensor
 ) -> Tensor:
     r"""``1/S sum_i max_j log softplus(E[f(x'_i) | D, (x_j, y_ij)] - y+)``.
 
     The one-shot soft-KG term of the EULBO [Maus2024eulbo, eq. 10 and its batch
-    version] for a ``LatentSVGPModel``, with ``c+ = y+`` the best transformed
-    training outcome (the paper's choice), temperature 1 and BoTorch's
-    ``log_softplus`` (``log_soft_kg``). ``botorch_ext.acquisition.qLogSoftKG``
-    is the same quantity for any Gaussian model, on its outcome scale.
+    version] for a ``LatentSVGPModel``, with ``c+ = best_f`` (the paper's
+    choice is ``y+``, the best transformed training outcome), temperature 1
+    and BoTorch's ``log_softplus`` (``log_soft_kg``).
+    ``botorch_ext.acquisition.qLogSoftKG`` is the same quantity for any
+    Gaussian model, on its outcome scale.
 
     Example:
-        >>> value = soft_kg_log_utility(model, X, torch.randn(32, 1))
+        >>> value = soft_kg_log_utility(model, X, torch.randn(32, 1), y_best)
 
     Args:
         model: A ``LatentSVGPModel`` such as ``EULBOModel``.
         X: ``batch_shape x (q + S) x d`` as for ``fantasy_means``.
         base_samples: ``S x q`` standard normal draws.
+        best_f: The incumbent ``c+`` on the transformed scale.
 
     Returns:
         A ``batch_shape`` tensor.
     """
-    return log_soft_kg(fantasy_means(model, X, base_samples), model.best_f())
+    return log_soft_kg(fantasy_means(model, X, base_samples), best_f)
+
+
+class qLogSoftKGModelScale(qLogSoftKG):
+    r"""``qLogSoftKG`` on a model's own transformed scale, with its own fantasy means.
+
+    The EULBO's soft-KG term [Maus2024eulbo]_ is defined on the model's
+    transformed (standardized) outcomes with ``c+ = best_f`` and temperature
+    1, with the conditional means of the model's latent SVGP
+    (``fantasy_means``). This acquisition function is that term, so that
+    ``optimize_acqf`` can warm-start the joint EULBO optimization on exactly
+    the EULBO's objective for any outcome transform. Inputs are
+    ``batch x (q + S) x d``: candidates, then the free points. (Moved here from
+    ``botorch_ext.acquisition.soft_kg`` in 0.2.0; ``best_f`` is an argument.)
+
+    Example:
+        >>> acqf = qLogSoftKGModelScale(model, torch.randn(32, 1), y_best)
+        >>> value = acqf(torch.rand(4, 33, 2))
+
+    Args:
+        model: A ``LatentSVGPModel`` that is also a BoTorch ``Model``, e.g.
+            ``EULBOModel``.
+        base_samples: ``S x q`` standard normal draws, fixed.
+        best_f: The incumbent ``c+`` on the transformed scale.
+    """
+
+    base_samples: Tensor
+
+    def __init__(
+        self, model: LatentSVGPModel, base_samples: Tensor, best_f: Tensor
+    ) -> None:
+        r"""Use ``best_f`` as ``c+``; see the class docstring for the args."""
+        super().__init__(
+            model=cast(Model, model), best_f=best_f, base_samples=base_samples
+        )
+
+    def fantasy_means(self, X: Tensor) -> Tensor:
+        r"""The model's own conditional means at ``X`` (``batch x (q + S) x d``)."""
+        model = cast(LatentSVGPModel, self.model)
+        return fantasy_means(model, X, self.base_samples)

@@ -1,3 +1,4 @@
+import dataclasses
 import math
 import warnings
 
@@ -10,29 +11,38 @@ from botorch.utils.testing import BotorchTestCase
 from gpytorch.kernels import RBFKernel, ScaleKernel
 from gpytorch.mlls import VariationalELBO
 
+from botorch_ext.eulbo import (
+    EULBO,
+    AdamOptions,
+    ELBOFitOptions,
+    EULBOModel,
+    EULBOOptions,
+    StoppingOptions,
+    fit_elbo,
+    optimize_eulbo,
+)
+from botorch_ext.eulbo.model import MOVED_SETTINGS
 from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior
 from botorch_ext.kernels.utils import kernel_lengthscale
-from botorch_ext.models import EULBOModel, EULBOOptions
-from botorch_ext.optim import fit_elbo, optimize_eulbo
-from tests.models.helpers import FAST
-from tests.models.helpers import make_data as _data
+from tests.eulbo.helpers import FAST
+from tests.eulbo.helpers import make_data as _data
 
 
 class TestEULBOModel(BotorchTestCase):
     def test_construction_and_inducing_points(self):
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        model = EULBOModel(X, Y, num_inducing_points=10)
         Z = model.model.variational_strategy.inducing_points
         self.assertEqual(Z.shape, torch.Size([10, 2]))
         # m is capped at n.
-        small = EULBOModel(X[:5], Y[:5], num_inducing_points=10, options=FAST)
+        small = EULBOModel(X[:5], Y[:5], num_inducing_points=10)
         self.assertEqual(
             small.model.variational_strategy.inducing_points.shape, torch.Size([5, 2])
         )
         # Duplicated inputs: the allocator stops early; the rest is filled in.
         Xd = torch.cat([X[:3]] * 10)
         Yd = torch.cat([Y[:3]] * 10)
-        dup = EULBOModel(Xd, Yd, num_inducing_points=8, options=FAST)
+        dup = EULBOModel(Xd, Yd, num_inducing_points=8)
         Zd = dup.model.variational_strategy.inducing_points
         self.assertEqual(Zd.shape, torch.Size([8, 2]))
         self.assertTrue(torch.isfinite(Zd).all())
@@ -52,10 +62,12 @@ class TestEULBOModel(BotorchTestCase):
                 self.assertTrue(constraint.enforced, name)
         # Aggressive Adam steps push the noise of noise-free data toward its
         # floor; it stays above it and well below the outcome variance.
-        model.options = EULBOOptions.from_flat(
-            lr_w=0.1, max_epochs=60, patience=60, elbo_optimizer="adam"
+        options = EULBOOptions(
+            elbo=ELBOFitOptions(optimizer="adam"),
+            adam=AdamOptions(lr_w=0.1),
+            stopping=StoppingOptions(max_epochs=60, patience=60),
         )
-        fit_elbo(model)
+        fit_elbo(model, options)
         noise = model.likelihood.noise.item()
         self.assertGreaterEqual(noise, 1e-4)
         self.assertLess(noise, 0.1)
@@ -96,22 +108,50 @@ class TestEULBOModel(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "num_inducing_points"):
             EULBOModel(X, Y, num_inducing_points=0)
         with self.assertRaisesRegex(ValueError, "elbo_scale"):
-            EULBOModel(X, Y, elbo_scale="max")
+            EULBO(elbo_scale="max")
+        with self.assertRaisesRegex(ValueError, "utility_weight"):
+            EULBO(utility_weight=-1.0)
+        with self.assertRaisesRegex(ValueError, "incumbent"):
+            EULBO(incumbent=float("nan"))
         with self.assertRaisesRegex(ValueError, "alternation"):
-            EULBOModel(X, Y, alternation="joint")
+            EULBOOptions().replace(
+                joint=dataclasses.replace(EULBOOptions().joint, alternation="joint")
+            ).validate()
         with self.assertRaisesRegex(ValueError, "`adam.lr_w`"):
-            EULBOModel(X, Y, options=EULBOOptions.from_flat(lr_w=0.0))
-        with self.assertRaisesRegex(ValueError, "`options`.*from_flat.*dict"):
-            EULBOModel(X, Y, options={"max_steps": 5})
+            fit_elbo(EULBOModel(X, Y), EULBOOptions(adam=AdamOptions(lr_w=0.0)))
+
+    def test_the_settings_of_0_1_0_raise_naming_their_new_home(self):
+        X, Y = _data(n=8)
+        homes = {
+            "elbo_scale": "EULBO\\(elbo_scale",
+            "utility_weight": "EULBO\\(utility_weight",
+            "incumbent": "EULBO\\(incumbent",
+            "alternation": "JointOptions\\(alternation",
+            "options": "`options` argument of fit_elbo",
+        }
+        self.assertEqual(set(homes), set(MOVED_SETTINGS))
+        for name, home in homes.items():
+            with self.subTest(name=name):
+                with self.assertRaisesRegex(TypeError, f"0.2.0.*{home}"):
+                    EULBOModel(X, Y, **{name: None})
+        with self.assertRaisesRegex(TypeError, "unexpected.*'num_inducing'"):
+            EULBOModel(X, Y, num_inducing=3)
+        # The sixth positional argument of 0.1.0 was elbo_scale.
+        with self.assertRaisesRegex(TypeError, "carry_state"):
+            EULBOModel(X, Y, 5, None, None, "mean")
+        # The model holds no fit settings.
+        model = EULBOModel(X, Y)
+        for name in MOVED_SETTINGS:
+            self.assertFalse(hasattr(model, name), name)
 
     def test_load_state_dict_with_another_number_of_inducing_points(self):
         # A cross-validation fold (fewer data than m) takes the state of the
         # model on all the data: the posterior is then that model's exactly.
         for dtype in (torch.float, torch.double):
             X, Y = (t.to(self.device) for t in _data(n=10, dtype=dtype))
-            full = EULBOModel(X[:8], Y[:8], num_inducing_points=100, options=FAST)
-            fit_elbo(full)
-            fold = EULBOModel(X[:6], Y[:6], num_inducing_points=100, options=FAST)
+            full = EULBOModel(X[:8], Y[:8], num_inducing_points=100)
+            fit_elbo(full, FAST)
+            fold = EULBOModel(X[:6], Y[:6], num_inducing_points=100)
             self.assertEqual(fold.num_inducing_points, 6)
             fold.posterior(X[8:])  # in eval mode, with the caches of its own Z
             fold.load_state_dict(full.state_dict())
@@ -175,9 +215,9 @@ class TestFittingAndCarriedState(BotorchTestCase):
         # step keeping the previous inducing points and adding the newest inputs.
         for dtype in (torch.float, torch.double):
             X, Y = _data(n=40, dtype=dtype)
-            model = EULBOModel(X[:10], Y[:10], num_inducing_points=30, options=FAST)
+            model = EULBOModel(X[:10], Y[:10], num_inducing_points=30)
             self.assertEqual(model.num_inducing_points, 10)
-            fit_elbo(model)
+            fit_elbo(model, FAST)
             Z_old = model.model.variational_strategy.inducing_points.detach()
             nxt = model.carry_over(X[:16], Y[:16])
             self.assertEqual(nxt.num_inducing_points, 16)
@@ -207,11 +247,9 @@ class TestFittingAndCarriedState(BotorchTestCase):
         for dtype in (torch.float, torch.double):
             X, Y = _data(n=40, dtype=dtype)
             kernel = ScaleKernel(RBFKernel())
-            model = EULBOModel(
-                X, Y, num_inducing_points=12, options=FAST, covar_module=kernel
-            )
+            model = EULBOModel(X, Y, num_inducing_points=12, covar_module=kernel)
             self.assertIs(model.model.covar_module, kernel)
-            fit_elbo(model)
+            fit_elbo(model, FAST)
             self.assertEqual(len(model.diagnostics()["lengthscales"]), 1)
             X_new = torch.tensor([[0.9, 0.95], [0.1, 0.2]], dtype=dtype)
             Y_new = torch.tensor([[4.0], [-3.0]], dtype=dtype)
@@ -236,7 +274,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 self.assertAllClose(after.variance, before.variance, atol=1e-5, rtol=0)
             # Refitting moves the copy only.
             scale = kernel.outputscale.clone()
-            fit_elbo(nxt)
+            fit_elbo(nxt, FAST)
             self.assertTrue(torch.equal(kernel.outputscale, scale))
         with self.assertRaisesRegex(ValueError, "covar_module"):
             EULBOModel(X, Y, covar_module="rbf")
@@ -259,8 +297,8 @@ class TestFittingAndCarriedState(BotorchTestCase):
             kw = {}
             if kernel == "ard":
                 kw["covar_module"] = get_ard_rbf_kernel_with_dim_scaled_prior(2)
-            model = EULBOModel(X, Y, num_inducing_points=12, options=FAST, **kw)
-            fit_elbo(model)
+            model = EULBOModel(X, Y, num_inducing_points=12, **kw)
+            fit_elbo(model, FAST)
             # New data with a large outcome: the standardization shifts.
             X_new = torch.tensor([[0.9, 0.95], [0.1, 0.2]], dtype=dtype)
             Y_new = torch.tensor([[4.0], [-3.0]], dtype=dtype)
@@ -303,9 +341,9 @@ class TestFittingAndCarriedState(BotorchTestCase):
 
     def test_diagnostics(self):
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+        model = EULBOModel(X, Y, num_inducing_points=10)
         bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
-        cand, _ = optimize_eulbo(model, bounds, q=1)
+        cand, _ = optimize_eulbo(model, bounds, q=1, options=FAST)
         diag = model.diagnostics()
         self.assertAlmostEqual(diag["noise"], model.likelihood.noise.item())
         # The default kernel is isotropic: one lengthscale.
@@ -314,7 +352,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
         self.assertGreater(diag["fit_steps"], 0)
         # The utility term of the returned candidates under the returned state.
         with torch.no_grad():
-            u = model.expected_log_utility(cand.unsqueeze(0))
+            u = EULBO().expected_log_utility(model, cand.unsqueeze(0))
         self.assertAlmostEqual(diag["utility"], u.item(), places=6)
         self.assertTrue(math.isfinite(diag["warm_start_utility"]))
 
@@ -331,12 +369,11 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 X_raw,
                 Y,
                 num_inducing_points=10,
-                options=FAST,
                 input_transform=Normalize(d=2, bounds=bounds),
                 outcome_transform=Standardize(m=1),
             )
             self.assertAllClose(model.train_X_full, X)
-            ref = EULBOModel(X, Y, num_inducing_points=10, options=FAST)
+            ref = EULBOModel(X, Y, num_inducing_points=10)
             ref.load_state_dict(model.state_dict(), strict=False)
             test = torch.rand(5, 2, dtype=dtype)
             with torch.no_grad():
@@ -344,7 +381,7 @@ class TestFittingAndCarriedState(BotorchTestCase):
                     model.posterior(lower + width * test).mean,
                     ref.posterior(test).mean,
                 )
-            cand, _ = optimize_eulbo(model, bounds, q=1)
+            cand, _ = optimize_eulbo(model, bounds, q=1, options=FAST)
             self.assertTrue(((cand >= bounds[0]) & (cand <= bounds[1])).all())
             nxt = model.carry_over(X_raw, Y)
             self.assertTrue(nxt.carried_state)
@@ -392,11 +429,10 @@ class TestAxAskTell(BotorchTestCase):
                     Y,
                     num_inducing_points=8,
                     input_transform=Normalize(d=2, bounds=bounds),
-                    options=FAST,
                 )
             else:
                 model = model.carry_over(X, Y)
-            cand, _ = optimize_eulbo(model, bounds, q=1)
+            cand, _ = optimize_eulbo(model, bounds, q=1, options=FAST)
             self.assertTrue(((cand >= lower) & (cand <= upper)).all())
             index = client.attach_trial(
                 parameters={n: cand[0, i].item() for i, n in enumerate(names)}
@@ -416,8 +452,10 @@ class TestAxAskTell(BotorchTestCase):
 
 class TestPublicInterface(BotorchTestCase):
     def test_one_entry_point_per_operation(self):
-        # Fitting and the joint step are functions of botorch_ext.optim.
-        for name in ("fit_elbo", "optimize_eulbo", "eulbo"):
+        # Fitting, the objective and the joint step are not the model's.
+        for name in ("fit_elbo", "optimize_eulbo", "eulbo", "elbo", "best_f"):
+            self.assertFalse(hasattr(EULBOModel, name), name)
+        for name in ("expected_log_utility", "fantasy_means", "per_datum"):
             self.assertFalse(hasattr(EULBOModel, name), name)
 
     def test_parameter_blocks_partition_w_by_module(self):
@@ -438,16 +476,3 @@ class TestPublicInterface(BotorchTestCase):
         hyper = {id(p) for p in blocks["hyperparameters"]}
         self.assertIn(id(model.likelihood.noise_covar.raw_noise), hyper)
         self.assertIn(id(model.model.mean_module.raw_constant), hyper)
-
-    def test_elbo_scale_and_per_datum(self):
-        X, Y = _data(n=12)
-        s = EULBOModel(X, Y, num_inducing_points=5, elbo_scale="sum")
-        m = EULBOModel(X, Y, num_inducing_points=5, elbo_scale="authors")
-        s.train()
-        m.train()
-        total = s.elbo(s.train_X_full, s.train_Y_std)
-        mean = m.elbo(m.train_X_full, m.train_Y_std)
-        self.assertAllClose(total, 12 * mean)
-        self.assertAlmostEqual(s.per_datum(total.item()), mean.item(), places=6)
-        self.assertEqual(m.per_datum(mean.item()), mean.item())
-        self.assertEqual(s.best_f(), s.train_Y_std.max())

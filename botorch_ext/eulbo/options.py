@@ -17,9 +17,19 @@ settings object per concern of each:
 all the data at its full budget (above, the ELBO fit uses ``lbfgs_max_n`` points
 drawn at random and the joint phase a budget scaled down by ``lbfgs_max_n / n``).
 
-``EULBOOptions.from_flat`` builds the options from the flat field names of
-botorch_ext 0.1.0 (``FLAT_FIELDS``), which code and stored Ax experiments
-written by that version use.
+The flat field names of botorch_ext 0.1.0 (``FLAT_FIELDS``,
+``EULBOOptions.from_flat``, ``flat`` and ``replace`` with flat names) are a
+deprecated shim: they warn with a ``DeprecationWarning`` and go in the next
+release. ``options_from_flat`` reads them without a warning for Ax experiments
+stored by that version.
+
+The EULBO's own constants, its ELBO scale and utility weight, are not
+optimizer settings: they are held by the objective
+(``botorch_ext.eulbo.objective.EULBO``), as GPyTorch's ``VariationalELBO``
+holds ``num_data`` and ``beta``.
+
+This module is over 500 lines because each settings group carries its
+choices and their reasons in its docstring; its code is about 250 lines.
 
 References:
     .. [Maus2024eulbo]
@@ -36,10 +46,12 @@ References:
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from botorch_ext.acquisition.eulbo_utilities import DEFAULT_NUM_QUADRATURE_POINTS
+from botorch_ext.eulbo.model import JOINT_PARAMETER_BLOCKS
+from botorch_ext.eulbo.utilities import DEFAULT_NUM_QUADRATURE_POINTS
 from botorch_ext.validation import check_positive, check_positive_int
 
 #: Named scalings of the ELBO term of the EULBO. The paper's eq. (8) sums the
@@ -62,9 +74,6 @@ JOINT_OPTIMIZERS = ("lbfgs", "adam", "adam-epochs")
 WARM_START_ACQUISITIONS = ("qlogei", "qei-noisy")
 #: Alternation schemes of the w- and x-steps of the Adam joint phase.
 ALTERNATIONS = ("step", "epoch")
-#: Blocks of ``w`` that the joint EULBO phase can refine
-#: (``JointOptions.parameters``; Figure 3 of [Maus2024eulbo]_).
-JOINT_PARAMETER_BLOCKS = ("variational", "inducing_points", "hyperparameters")
 #: The training window of the authors' released code (``update_on_n_pts``). The
 #: ELBO is that of the last 100 points (see ``EULBOOptions.authors``).
 AUTHORS_WINDOW = 100
@@ -211,11 +220,18 @@ class WarmStartOptions:
         num_restarts: ``optimize_acqf`` restarts.
         raw_samples: ``optimize_acqf`` raw samples.
         acquisition: ``"qlogei"`` or ``"qei-noisy"``, see above.
+        resample_zero: When every raw sample's acquisition value is zero, draw
+            more raw samples (BoTorch's ``gen_batch_initial_conditions`` retry,
+            which it triggers by a ``BadInitialCandidatesWarning``). True is
+            BoTorch's behaviour, False keeps the first draw (the authors'
+            scripts ignore every warning, which turns the retry off). Either way
+            the step does not depend on the caller's warning filters.
     """
 
     num_restarts: int = 10
     raw_samples: int = 256
     acquisition: str = "qlogei"
+    resample_zero: bool = True
 
     def validate(self) -> None:
         r"""Raise ``ValueError`` naming the first bad setting."""
@@ -223,6 +239,11 @@ class WarmStartOptions:
         _check_choice(
             "warm_start.acquisition", self.acquisition, WARM_START_ACQUISITIONS
         )
+        if not isinstance(self.resample_zero, bool):
+            raise ValueError(
+                "`warm_start.resample_zero` must be True or False, got "
+                f"{self.resample_zero!r}."
+            )
 
 
 @dataclass(frozen=True)
@@ -266,11 +287,15 @@ class JointOptions:
     and ``StoppingOptions``) first lowers the EULBO and its stopping rule
     returns the warm start unchanged (measured; see the EULBO page of the docs).
     ``"adam-epochs"`` is the joint phase of the authors' released code
-    (``botorch_ext.optim.epoch_joint_phase``): whole epochs of minibatch Adam
+    (``botorch_ext.eulbo.joint_epochs``): whole epochs of minibatch Adam
     w-steps alternate with whole epochs of x-steps, stopped by the
     ``"failures"`` rule of ``StoppingOptions``, with no rollback; a non-finite
     gradient restarts it from the warm start with both step sizes divided by 10,
     at most ``retries`` times.
+
+    ``alternation`` (``"adam"`` only): ``"step"`` alternates one w-step and
+    one x-step per minibatch (Algorithm 1); ``"epoch"`` takes a full epoch (or
+    round) of w-steps, then one x-step.
 
     Example:
         >>> JointOptions(parameters=("variational", "inducing_points"))
@@ -285,12 +310,15 @@ class JointOptions:
         max_iter: L-BFGS-B iteration budget while ``n <= lbfgs_max_n``.
         retries: ``"adam-epochs"``: restarts with step sizes divided by 10 after
             a non-finite gradient (the authors' code makes 8 attempts in all).
+        alternation: ``"adam"``: ``"step"`` or ``"epoch"``, see above (an
+            ``EULBOModel`` argument before 0.2.0).
     """
 
     optimizer: str = "lbfgs"
     parameters: str | tuple[str, ...] = "all"
     max_iter: int = 100
     retries: int = 7
+    alternation: str = "step"
 
     def validate(self) -> None:
         r"""Raise ``ValueError`` naming the first bad setting."""
@@ -302,6 +330,7 @@ class JointOptions:
                 f"`joint.retries` must be an integer, got {self.retries!r}."
             )
         check_positive("joint.retries", self.retries, allow_zero=True)
+        _check_choice("joint.alternation", self.alternation, ALTERNATIONS)
 
 
 class OptionsGroup(Protocol):
@@ -342,7 +371,56 @@ FLAT_FIELDS: dict[str, tuple[str | None, str]] = {
     "joint_parameters": ("joint", "parameters"),
     "joint_max_iter": ("joint", "max_iter"),
     "joint_retries": ("joint", "retries"),
+    "alternation": ("joint", "alternation"),
 }
+
+
+def _warn_flat(what: str) -> None:
+    warnings.warn(
+        f"{what} uses the flat setting names of botorch_ext 0.1.0, which are "
+        "deprecated and go in the next release; build EULBOOptions from its "
+        "groups, e.g. EULBOOptions(stopping=StoppingOptions(max_steps=500)), or "
+        "use EULBOOptions().replace(stopping=...).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+def options_from_flat(fields: dict[str, Any]) -> EULBOOptions:
+    r"""``EULBOOptions`` from the flat names of botorch_ext 0.1.0, without a warning.
+
+    For stored data written by that version (Ax experiments); code should
+    build the groups.
+
+    Example:
+        >>> options_from_flat({"max_steps": 500})
+
+    Args:
+        fields: Flat settings (``FLAT_FIELDS``).
+
+    Returns:
+        The options.
+
+    Raises:
+        TypeError: For a name that is not in ``FLAT_FIELDS``, naming it.
+    """
+    unknown = sorted(set(fields) - set(FLAT_FIELDS))
+    if unknown:
+        raise TypeError(
+            f"EULBOOptions has no setting {unknown}; the settings are "
+            f"{sorted(FLAT_FIELDS)}."
+        )
+    changes: dict[str | None, dict[str, Any]] = {}
+    for name, value in fields.items():
+        group, key = FLAT_FIELDS[name]
+        changes.setdefault(group, {})[key] = value
+    top = changes.pop(None, {})
+    options = EULBOOptions()
+    groups = {
+        str(group): dataclasses.replace(getattr(options, str(group)), **values)
+        for group, values in changes.items()
+    }
+    return dataclasses.replace(options, **groups, **top)
 
 
 @dataclass(frozen=True)
@@ -359,7 +437,7 @@ class EULBOOptions:
 
     Example:
         >>> opts = EULBOOptions(stopping=StoppingOptions(max_steps=500))
-        >>> opts = EULBOOptions.from_flat(max_steps=500, joint_optimizer="adam")
+        >>> opts = opts.replace(joint=JointOptions(optimizer="adam"))
         >>> paper = EULBOOptions.table1()
 
     Args:
@@ -383,14 +461,12 @@ class EULBOOptions:
 
     @classmethod
     def from_flat(cls, **fields: Any) -> EULBOOptions:
-        r"""Build the options from flat field names (``FLAT_FIELDS``).
+        r"""Deprecated: the options from the flat names of 0.1.0 (``FLAT_FIELDS``).
 
-        The flat names are those of botorch_ext 0.1.0, e.g. ``max_steps``,
-        ``elbo_optimizer`` or ``joint_parameters``; unnamed settings keep their
-        defaults.
+        Warns with a ``DeprecationWarning``; build the groups instead.
 
         Example:
-            >>> EULBOOptions.from_flat(max_steps=500, num_restarts=5)
+            >>> EULBOOptions(stopping=StoppingOptions(max_steps=500))  # not from_flat
 
         Args:
             fields: Flat settings.
@@ -401,50 +477,65 @@ class EULBOOptions:
         Raises:
             TypeError: For a name that is not in ``FLAT_FIELDS``, naming it.
         """
-        return cls().replace(**fields)
+        _warn_flat("EULBOOptions.from_flat")
+        return options_from_flat(fields)
 
     def replace(self, **fields: Any) -> EULBOOptions:
-        r"""A copy with the given flat settings (``FLAT_FIELDS``) changed.
+        r"""A copy with the given groups (or ``lbfgs_max_n``) replaced.
+
+        Flat names of 0.1.0 (``FLAT_FIELDS``) are still accepted, with a
+        ``DeprecationWarning``.
 
         Example:
-            >>> EULBOOptions().replace(joint_optimizer="adam", lr_x=0.01)
+            >>> EULBOOptions().replace(adam=AdamOptions(lr_x=0.01))
 
         Args:
-            fields: Flat settings.
+            fields: Groups by name (``adam=AdamOptions(...)``), or flat settings.
 
         Returns:
             The new options.
 
         Raises:
-            TypeError: For a name that is not in ``FLAT_FIELDS``, naming it.
+            TypeError: For a name that is neither a group nor in ``FLAT_FIELDS``.
         """
-        unknown = sorted(set(fields) - set(FLAT_FIELDS))
-        if unknown:
-            raise TypeError(
-                f"EULBOOptions has no setting {unknown}; the settings are "
-                f"{sorted(FLAT_FIELDS)}."
-            )
+        names = {f.name for f in dataclasses.fields(self)}
+        grouped = {k: v for k, v in fields.items() if k in names}
+        flat = {k: v for k, v in fields.items() if k not in names}
+        if flat:
+            unknown = sorted(set(flat) - set(FLAT_FIELDS))
+            if unknown:
+                raise TypeError(
+                    f"EULBOOptions has no setting {unknown}; its groups are "
+                    f"{sorted(names)}."
+                )
+            _warn_flat("EULBOOptions.replace")
+        result = dataclasses.replace(self, **grouped)
+        if not flat:
+            return result
         changes: dict[str | None, dict[str, Any]] = {}
-        for name, value in fields.items():
+        for name, value in flat.items():
             group, key = FLAT_FIELDS[name]
             changes.setdefault(group, {})[key] = value
         top = changes.pop(None, {})
         groups = {
-            str(group): dataclasses.replace(getattr(self, str(group)), **values)
+            str(group): dataclasses.replace(getattr(result, str(group)), **values)
             for group, values in changes.items()
         }
-        return dataclasses.replace(self, **groups, **top)
+        return dataclasses.replace(result, **groups, **top)
 
     def flat(self) -> dict[str, Any]:
-        r"""The settings under their flat names (``FLAT_FIELDS``).
+        r"""Deprecated: the settings under their flat names (``FLAT_FIELDS``).
+
+        Warns with a ``DeprecationWarning``.
 
         Example:
-            >>> EULBOOptions().flat()["max_steps"]
+            >>> EULBOOptions().stopping.max_steps  # not flat()["max_steps"]
             1000
 
         Returns:
             A dict from flat name to value.
         """
+        _warn_flat("EULBOOptions.flat")
         return {
             name: getattr(self if group is None else getattr(self, group), key)
             for name, (group, key) in FLAT_FIELDS.items()
@@ -458,24 +549,22 @@ class EULBOOptions:
         Algorithm 1 of [Maus2024eulbo]_.
 
         Example:
-            >>> opts = EULBOOptions.table1(num_restarts=5)
+            >>> opts = EULBOOptions.table1(warm_start=WarmStartOptions(num_restarts=5))
 
         Args:
-            overrides: Any other flat setting (``FLAT_FIELDS``), e.g.
-                ``num_restarts``.
+            overrides: Groups to replace, as ``replace`` takes them.
 
         Returns:
             The options.
         """
-        settings: dict[str, Any] = {
-            "convergence": "epochs",
-            "max_epochs": 30,
-            "patience": 3,
-            "tol": 0.0,
-            "elbo_optimizer": "adam",
-            "joint_optimizer": "adam",
-        }
-        return cls.from_flat(**(settings | overrides))
+        options = cls(
+            elbo=ELBOFitOptions(optimizer="adam"),
+            stopping=StoppingOptions(
+                convergence="epochs", max_epochs=30, patience=3, tol=0.0
+            ),
+            joint=JointOptions(optimizer="adam"),
+        )
+        return options.replace(**overrides) if overrides else options
 
     @classmethod
     def authors(cls, arm: str = "eulbo") -> EULBOOptions:
@@ -491,26 +580,29 @@ class EULBOOptions:
           lowest so far, or after 31 epochs), well before the ELBO's optimum.
         * Warm start / the baseline's proposal: ``qExpectedImprovement`` on the
           predictive distribution with observation noise (``"qei-noisy"``),
-          10 restarts, 256 raw samples.
+          10 restarts, 256 raw samples, and no second draw of raw samples when
+          all of them have zero acquisition value (``resample_zero=False``:
+          their scripts ignore every warning, and BoTorch triggers that retry by
+          a warning).
         * Joint phase: ``"adam-epochs"``: epochs of w-steps (step 0.01)
           alternate with epochs of x-steps (step 0.001, in the problem's units),
           stopped by the ``"failures"`` rule, with **no rollback**: the state it
           ends in is returned even if its EULBO is below the warm start's. This
           departs from the package's default joint phase, which never returns a
-          state below its warm start (``botorch_ext.optim.joint_phase.exceeds``);
+          state below its warm start (``botorch_ext.eulbo.joint.exceeds``);
           the preset reproduces the authors' loop, which has no such rule. A
           non-finite gradient restarts the phase with both steps divided by 10,
           8 attempts in all (their code raises under anomaly detection and
           retries; here the gradients are checked, see
-          ``botorch_ext.optim.epoch_joint_phase``).
+          ``botorch_ext.eulbo.joint_epochs``).
         * Utility: 20-point Gauss-Hermite quadrature at ``q = 1``, 64 fixed
           base samples for ``q > 1``.
 
         The model choices are not optimizer settings; the runner's
         ``eulbo-ei-authors`` and ``elbo-svgp-authors`` methods make them: the
-        per-datum ELBO (``elbo_scale="mean"``) on the last ``AUTHORS_WINDOW``
-        points, with the incumbent over all points (``EULBOModel``'s
-        ``incumbent``); the isotropic ``ScaleKernel(RBFKernel())`` and
+        per-datum ELBO (``EULBO(elbo_scale="mean")``) of a model on the last
+        ``AUTHORS_WINDOW`` points, with the incumbent over all points
+        (``EULBO(incumbent=...)``); the isotropic ``ScaleKernel(RBFKernel())`` and
         GPyTorch's ``GaussianLikelihood()``, without priors; outcomes
         standardized once, with the initial design's mean and standard deviation
         (``botorch_ext.runner.transforms.StandardizeOnce``); the state carried
@@ -549,7 +641,10 @@ class EULBOOptions:
                 convergence="failures", patience=3, max_epochs=30, tol=0.0
             ),
             warm_start=WarmStartOptions(
-                num_restarts=10, raw_samples=256, acquisition="qei-noisy"
+                num_restarts=10,
+                raw_samples=256,
+                acquisition="qei-noisy",
+                resample_zero=False,
             ),
             utility=UtilityOptions(num_mc_samples=64, num_quadrature_points=20),
             joint=JointOptions(optimizer="adam-epochs", retries=7),
@@ -559,7 +654,7 @@ class EULBOOptions:
         r"""Raise ``ValueError`` naming the first bad setting.
 
         Example:
-            >>> EULBOOptions.from_flat(batch_size=0).validate()  # raises ValueError
+            >>> EULBOOptions(adam=AdamOptions(batch_size=0)).validate()  # ValueError
         """
         for group, group_class in GROUPS.items():
             settings = getattr(self, group)
