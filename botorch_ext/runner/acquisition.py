@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.acquisition.input_constructors import get_acqf_input_constructor
 from botorch.exceptions.warnings import OptimizationWarning
-from botorch.optim import optimize_acqf
+from botorch.models import SingleTaskGP
+from botorch.optim.optimize import optimize_acqf
 from botorch.utils.datasets import SupervisedDataset
 from torch import Tensor
 
@@ -26,7 +28,7 @@ from botorch_ext.runner.initial_conditions import (
     INITIAL_CONDITIONS,
     bock_initial_conditions,
 )
-from botorch_ext.runner.options import iteration_seed
+from botorch_ext.runner.options import MethodOptions, iteration_seed
 from botorch_ext.runner.protocol import Proposal
 
 
@@ -34,25 +36,25 @@ from botorch_ext.runner.protocol import Proposal
 class _Spec:
     # What a method of ``acquisition_method`` proposes with (picklable, so that
     # a warm-started run's state can be saved).
-    acqf_class: Any
+    acqf_class: type[AcquisitionFunction]
     kernel: KernelSpec
     fully_bayesian: bool
-    constructor_class: Any
+    constructor_class: type[AcquisitionFunction] | None
     sequential: bool
-    late_kwargs: Callable[[], dict] | None
+    late_kwargs: Callable[[], dict[str, Any]] | None
     constructor_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def acquisition_method(
-    acqf_class,
+    acqf_class: type[AcquisitionFunction],
     kernel: KernelSpec = "default",
     fully_bayesian: bool = False,
-    constructor_class=None,
+    constructor_class: type[AcquisitionFunction] | None = None,
     sequential: bool = False,
-    late_kwargs: Callable[[], dict] | None = None,
+    late_kwargs: Callable[[], dict[str, Any]] | None = None,
     warm_start: bool = False,
     gaussian_posterior: bool = False,
-    **constructor_kwargs,
+    **constructor_kwargs: Any,
 ) -> AcquisitionMethod:
     r"""A runner method: fit a ``SingleTaskGP``, maximize an acquisition function.
 
@@ -120,9 +122,9 @@ def _propose(
     bounds: Tensor,
     q: int,
     seed: int,
-    options: Any,
+    options: MethodOptions,
     initial_hyperparameters: dict[str, Tensor] | None = None,
-) -> tuple[Tensor, Any, float]:
+) -> tuple[Tensor, SingleTaskGP, float]:
     # One call of an ``acquisition_method`` method: the candidates, the fitted
     # model and the seconds its fit took.
     seed_i = iteration_seed(seed, train_X)
@@ -217,7 +219,15 @@ class AcquisitionRun:
         r"""A run proposing as ``spec`` says."""
         self.spec = spec
 
-    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+    def propose(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        bounds: Tensor,
+        q: int,
+        seed: int,
+        options: MethodOptions,
+    ) -> Proposal:
         r"""Fit the model, maximize the acquisition: the batch and its fit."""
         candidates, model, fit_seconds = _propose(
             self.spec, train_X, train_Y, bounds, q, seed, options
@@ -237,7 +247,15 @@ class WarmStartRun(AcquisitionRun):
         super().__init__(spec)
         self.hyperparameters: dict[str, Tensor] | None = None
 
-    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+    def propose(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        bounds: Tensor,
+        q: int,
+        seed: int,
+        options: MethodOptions,
+    ) -> Proposal:
         r"""Propose ``q`` points, starting the fit at the previous fit's values."""
         candidates, model, fit_seconds = _propose(
             self.spec,

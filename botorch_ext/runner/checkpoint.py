@@ -35,7 +35,7 @@ STATE_DIR = "state"
 _FORMAT = 1
 
 
-def state_path(directory: str | os.PathLike, method: str, seed: int) -> Path:
+def state_path(directory: str | os.PathLike[str], method: str, seed: int) -> Path:
     r"""Where the state of the run of ``method`` and ``seed`` in ``directory`` goes.
 
     Example:

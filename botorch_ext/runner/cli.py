@@ -27,7 +27,7 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from botorch_ext import __version__
 from botorch_ext.runner.backends.dask import RunFailedOnWorkers, SchedulerLost
@@ -79,7 +79,7 @@ def flag_message(message: str) -> str:
     names = "|".join(re.escape(n) for n in sorted(FLAGS, key=len, reverse=True))
     pattern = rf"(?<![\w.-])({names})(?:='([^']*)')?(?!\w)"
 
-    def flag(match: re.Match) -> str:
+    def flag(match: re.Match[str]) -> str:
         value = match.group(2)
         return FLAGS[match.group(1)] + ("" if value is None else f" {value}")
 
@@ -110,7 +110,10 @@ def _at_least(minimum: int) -> Callable[[str], int]:
     return integer
 
 
-def _unique(items: list, what: str, text: str) -> list:
+_T = TypeVar("_T")
+
+
+def _unique(items: list[_T], what: str, text: str) -> list[_T]:
     for item in items:
         if items.count(item) > 1:
             raise argparse.ArgumentTypeError(

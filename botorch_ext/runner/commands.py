@@ -23,6 +23,7 @@ from botorch_ext.runner.loop import RunConfig
 from botorch_ext.runner.methods import METHOD_SUMMARIES, METHODS
 from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import PROBLEMS, botorch_function_names, get_problem
+from botorch_ext.runner.schema import RowDict
 
 if TYPE_CHECKING:
     from botorch_ext.runner.results import Output
@@ -122,7 +123,7 @@ def run_command(
         unit="eval",
     )
 
-    def on_row(row: dict) -> None:
+    def on_row(row: RowDict) -> None:
         output.writer.write(row)
         bar.update(1)
         if row["best_value"] != "":
@@ -155,7 +156,7 @@ def run_command(
     return 0
 
 
-def _fault_settings(faults: FaultPolicy) -> dict:
+def _fault_settings(faults: FaultPolicy) -> dict[str, Any]:
     return {"on_error": faults.on_error, "eval_timeout": faults.eval_timeout}
 
 
@@ -272,7 +273,7 @@ def _grid_settings(
     backend: str,
     scheduler: str | None,
     faults: FaultPolicy | None,
-) -> dict:
+) -> dict[str, Any]:
     # The settings `compare` writes to config.json (and a resume must match).
     from botorch_ext.runner.metadata import redact
 
@@ -306,7 +307,7 @@ class _Grid:
         self.bar = tqdm(total=total, desc="runs", unit="run")
         self.write = tqdm.write
 
-    def on_row(self, row: dict) -> None:
+    def on_row(self, row: RowDict) -> None:
         self.output.writer.write(row)
         self.seen.append(row)
 
@@ -318,7 +319,14 @@ class _Grid:
         self.notes.append(message)
         self.write(f"note: {message}", file=sys.stderr)
 
-    def run(self, config, methods, seeds, workers, **kwargs) -> list[dict]:
+    def run(
+        self,
+        config: RunConfig,
+        methods: list[str],
+        seeds: list[int],
+        workers: int,
+        **kwargs: Any,
+    ) -> list[RowDict]:
         return run_grid(
             config,
             methods,
@@ -351,8 +359,8 @@ class _Grid:
                 print(f"no regret.png: {e}", file=sys.stderr)
 
 
-def _by_problem(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:
-    groups: dict[tuple[str, int], list[dict]] = {}
+def _by_problem(rows: list[RowDict]) -> dict[tuple[str, int], list[RowDict]]:
+    groups: dict[tuple[str, int], list[RowDict]] = {}
     for row in rows:
         groups.setdefault((row["problem"], row["dim"]), []).append(row)
     return groups

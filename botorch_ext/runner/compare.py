@@ -11,13 +11,14 @@ import os
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
 from botorch_ext.runner.backends import dask, processes
 from botorch_ext.runner.backends.streaming import BackendSettings, GridSink
 from botorch_ext.runner.errors import ArgumentError
 from botorch_ext.runner.evaluation import FaultPolicy
 from botorch_ext.runner.loop import RunConfig
-from botorch_ext.runner.schema import OK
+from botorch_ext.runner.schema import OK, Empty, RowDict
 
 #: The backends of ``run_grid``: local worker processes, or Dask's distributed
 #: scheduler (embedded ``LocalCluster`` or an existing cluster).
@@ -29,17 +30,17 @@ def run_grid(
     methods: Iterable[str],
     seeds: Iterable[int],
     workers: int = 1,
-    on_row: Callable[[dict], None] | None = None,
+    on_row: Callable[[RowDict], None] | None = None,
     on_run_done: Callable[[RunConfig], None] | None = None,
-    stored_rows: Iterable[dict] = (),
+    stored_rows: Iterable[RowDict] = (),
     threads: int | None = None,
     backend: str = "processes",
     scheduler: str | None = None,
     faults: FaultPolicy | None = None,
     security: object | None = None,
     log: Callable[[str], None] | None = None,
-    state_dir: str | os.PathLike | None = None,
-) -> list[dict]:
+    state_dir: str | os.PathLike[str] | None = None,
+) -> list[RowDict]:
     r"""Run every (method, seed) pair from ``base``, continuing from stored rows.
 
     Each run streams its rows to ``on_row`` as they are evaluated (from worker
@@ -126,7 +127,7 @@ def run_grid(
     return [r for r in sink.rows if (r["method"], r["seed"]) in grid]
 
 
-def summarize(rows: list[dict]) -> list[dict]:
+def summarize(rows: list[RowDict]) -> list[dict[str, Any]]:
     r"""Per-method summary of a grid's rows.
 
     The final best value (mean, std over seeds) and the seconds per BO iteration.
@@ -141,20 +142,20 @@ def summarize(rows: list[dict]) -> list[dict]:
         the method's runs, ``failed_runs`` the runs with at least one. A run
         without a successful evaluation has no best value (NaN).
     """
-    runs: dict[tuple[str, int], list[dict]] = {}
+    runs: dict[tuple[str, int], list[RowDict]] = {}
     for row in rows:
         runs.setdefault((row["method"], row["seed"]), []).append(row)
-    by_method: dict[str, list[list[dict]]] = {}
+    by_method: dict[str, list[list[RowDict]]] = {}
     for (method, _), run_rows in runs.items():
         by_method.setdefault(method, []).append(
             sorted(run_rows, key=lambda r: r["n_evals"])
         )
-    out = []
+    out: list[dict[str, Any]] = []
     for method, method_runs in by_method.items():
         finals = [r[-1] for r in method_runs]
         best = [_number(f["best_value"]) for f in finals]
         failed = [sum(row.get("status", OK) != OK for row in r) for r in method_runs]
-        per_iteration = []
+        per_iteration: list[float] = []
         for r in method_runs:
             # Rows of one batch share a timestamp; the first is the initial design.
             stamps = sorted({row["seconds"] for row in r})
@@ -180,18 +181,18 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _number(value) -> float:
+def _number(value: float | Empty) -> float:
     # An empty best value (no successful evaluation yet) is NaN.
-    return math.nan if value == "" else value
+    return math.nan if isinstance(value, str) else value
 
 
-def _failed(s: dict) -> str:
+def _failed(s: dict[str, Any]) -> str:
     if not s.get("failed"):
         return "0"
     return f"{s['failed']} in {s['failed_runs']} of {s['runs']} runs"
 
 
-def format_summary(summary: list[dict]) -> str:
+def format_summary(summary: list[dict[str, Any]]) -> str:
     r"""Render ``summarize``'s output as a Markdown table."""
     lines = [
         "| method | runs | evals | final best value (mean +/- std) | regret | "

@@ -37,13 +37,14 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import cast
+from typing import IO, Any, cast
 
 import torch
 from torch import Tensor
 
 from botorch_ext.runner.errors import ArgumentError
 from botorch_ext.runner.problems import Problem, get_problem
+from botorch_ext.runner.schema import RowDict
 
 #: The choices of ``FaultPolicy.on_error``.
 ON_ERROR = ("auto", "skip", "stop")
@@ -124,7 +125,7 @@ class EvaluationFailed(RuntimeError):
         row: The failed evaluation's row (already handed to ``on_row``).
     """
 
-    def __init__(self, row: dict) -> None:
+    def __init__(self, row: RowDict) -> None:
         point = [row[f"x{i}"] for i in range(row["dim"])]
         super().__init__(
             f"evaluation {row['n_evals']} of {row['method']} seed {row['seed']} "
@@ -132,7 +133,9 @@ class EvaluationFailed(RuntimeError):
         )
         self.row = row
 
-    def __reduce__(self):  # pickled by its row (worker processes, Dask)
+    def __reduce__(  # pickled by its row (worker processes, Dask)
+        self,
+    ) -> tuple[type[EvaluationFailed], tuple[RowDict]]:
         return (type(self), (self.row,))
 
 
@@ -183,12 +186,12 @@ class Evaluator:
         self, problem: Problem, spec: tuple[str, int | None], timeout: float | None
     ) -> None:
         self.problem, self.spec, self.timeout = problem, spec, timeout
-        self._child: subprocess.Popen | None = None
+        self._child: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Evaluator:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __call__(self, X: Tensor) -> list[Outcome]:
@@ -196,6 +199,7 @@ class Evaluator:
         if self.timeout is None:
             return outcomes(self.problem, X)
         child = self._start()
+        assert child.stdin is not None and child.stdout is not None  # pipes (_start)
         _send(child.stdin, X.tolist())
         reply = _receive(child.stdout, self.timeout)
         if reply is None:
@@ -204,7 +208,7 @@ class Evaluator:
             return [Outcome(None, error, TIMEOUT)] * X.shape[0]
         return [Outcome(*item) for item in reply]
 
-    def _start(self) -> subprocess.Popen:
+    def _start(self) -> subprocess.Popen[bytes]:
         if self._child is not None:
             return self._child
         env = dict(os.environ)
@@ -217,6 +221,7 @@ class Evaluator:
             stdout=subprocess.PIPE,
             env=env,
         )
+        assert child.stdout is not None  # opened as a pipe
         if _receive(child.stdout, _START_TIMEOUT_S) != "ready":
             child.kill()
             child.wait()
@@ -235,13 +240,13 @@ class Evaluator:
             self._child = None
 
 
-def _send(stream, obj) -> None:
+def _send(stream: IO[bytes], obj: object) -> None:
     data = pickle.dumps(obj)
     stream.write(struct.pack("<Q", len(data)) + data)
     stream.flush()
 
 
-def _read_exactly(stream, n: int, deadline: float | None) -> bytes | None:
+def _read_exactly(stream: IO[bytes], n: int, deadline: float | None) -> bytes | None:
     data = b""
     fd = stream.fileno()
     while len(data) < n:
@@ -256,7 +261,7 @@ def _read_exactly(stream, n: int, deadline: float | None) -> bytes | None:
     return data
 
 
-def _receive(stream, timeout: float | None):
+def _receive(stream: IO[bytes], timeout: float | None) -> Any:
     deadline = None if timeout is None else time.monotonic() + timeout
     size = _read_exactly(stream, 8, deadline)
     if size is None:

@@ -8,7 +8,7 @@ each row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import torch
 from botorch.fit import fit_gpytorch_mll
@@ -117,10 +117,11 @@ def fit_model(
         )
     else:
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-    return model.eval()
+    model.eval()
+    return model
 
 
-def gp_diagnostics(model) -> dict:
+def gp_diagnostics(model: SingleTaskGP) -> dict[str, Any]:
     r"""The fitted noise variance and lengthscales of a (batched) exact GP.
 
     Averages over a batch of hyperparameter draws (fully Bayesian models). The
@@ -138,7 +139,7 @@ def gp_diagnostics(model) -> dict:
         ``{"noise": float, "lengthscales": list or None}``, plus
         ``"angular_weights"`` and ``"warp"`` (lists) for BOCK.
     """
-    out = {}
+    out: dict[str, Any] = {}
     with torch.no_grad():
         out["noise"] = model.likelihood.noise.mean().item()
         out["lengthscales"] = None

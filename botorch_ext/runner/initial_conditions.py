@@ -7,6 +7,7 @@ r"""Starting points for the acquisition optimizer.
 from __future__ import annotations
 
 import torch
+from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
@@ -19,7 +20,7 @@ SPRAY_SCALES = (1e-3, 1e-2, 1e-1)
 
 
 def bock_initial_conditions(
-    acqf,
+    acqf: AcquisitionFunction,
     bounds: Tensor,
     q: int,
     train_X: Tensor,

@@ -17,22 +17,30 @@ import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from botorch.utils.sampling import draw_sobol_samples
 
 from botorch_ext.runner.checkpoint import load_state, save_state
 from botorch_ext.runner.errors import ArgumentError
-from botorch_ext.runner.evaluation import EvaluationFailed, Evaluator, FaultPolicy
+from botorch_ext.runner.evaluation import (
+    EvaluationFailed,
+    Evaluator,
+    FaultPolicy,
+    Outcome,
+)
 from botorch_ext.runner.initial_conditions import INITIAL_CONDITIONS
 from botorch_ext.runner.methods import get_method
 from botorch_ext.runner.options import MethodOptions
-from botorch_ext.runner.problems import get_problem
+from botorch_ext.runner.problems import Problem, get_problem
 from botorch_ext.runner.protocol import Run
 from botorch_ext.runner.schema import (
     FAILED,
     OK,
+    Empty,
     Row,
+    RowDict,
     diagnostic_fields,
     stored_points,
     x_columns,
@@ -145,7 +153,7 @@ class RunConfig:
                 f"{name}='bilog'",
             )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         r"""A JSON-serializable view, with the resolved dimension."""
         out = asdict(self)
         out["dim"] = get_problem(self.problem, self.dim).dim
@@ -182,13 +190,13 @@ class _Data:
 
     def __init__(self, dim: int, model_based: bool) -> None:
         self.dim, self.model_based = dim, model_based
-        self.rows: list[dict] = []
+        self.rows: list[RowDict] = []
         self.X = torch.empty(0, dim, dtype=torch.double)
         self.Y = torch.empty(0, 1, dtype=torch.double)
         self.ok = torch.empty(0, dtype=torch.bool)
         self.best = float("inf")
 
-    def add(self, row: dict) -> None:
+    def add(self, row: RowDict) -> None:
         self.rows.append(row)
         point = [[row[c] for c in x_columns(self.dim)]]
         ok = row["status"] == OK
@@ -221,10 +229,12 @@ class _Batch:
     candidates: torch.Tensor | None = None
     fit_seconds: float = 0.0
     acq_seconds: float = 0.0
-    diagnostics: dict | None = None
+    diagnostics: dict[str, Any] | None = None
 
 
-def _propose(config, run: Run, data: _Data, batch: _Batch, problem) -> None:
+def _propose(
+    config: RunConfig, run: Run, data: _Data, batch: _Batch, problem: Problem
+) -> None:
     if batch.iteration == 0:
         batch.candidates = initial_design(
             problem.dim, config.n_init, config.seed, config.init
@@ -245,7 +255,13 @@ def _propose(config, run: Run, data: _Data, batch: _Batch, problem) -> None:
     batch.diagnostics = proposal.diagnostics
 
 
-def _take_stored(config, data: _Data, batch: _Batch, stored, warned: bool) -> bool:
+def _take_stored(
+    config: RunConfig,
+    data: _Data,
+    batch: _Batch,
+    stored: list[RowDict],
+    warned: bool,
+) -> bool:
     # Appends the batch's stored rows; warns (once) if the replayed proposal
     # differs from them. Returns whether a warning has been given.
     n = len(data.rows)
@@ -269,15 +285,23 @@ def _take_stored(config, data: _Data, batch: _Batch, stored, warned: bool) -> bo
     return warned
 
 
-def _new_rows(config, problem, data, batch, new_X, results, times) -> list[dict]:
+def _new_rows(
+    config: RunConfig,
+    problem: Problem,
+    data: _Data,
+    batch: _Batch,
+    new_X: torch.Tensor,
+    results: list[Outcome],
+    times: tuple[float, float],
+) -> list[RowDict]:
     # The rows of one evaluated batch (added to ``data``), one timestamp each.
     eval_seconds, seconds = times
     extra = diagnostic_fields(batch.diagnostics)
     out = []
     for j, (x, outcome) in enumerate(zip(new_X.tolist(), results, strict=True)):
-        if outcome.ok:
+        if outcome.value is not None:  # outcome.ok
             data.best = min(data.best, outcome.value)
-        best = data.best if math.isfinite(data.best) else ""
+        best: float | Empty = data.best if math.isfinite(data.best) else ""
         row = Row(
             problem=problem.name,
             dim=problem.dim,
@@ -286,11 +310,13 @@ def _new_rows(config, problem, data, batch, new_X, results, times) -> list[dict]
             n_evals=len(data.rows) + 1,
             iteration=batch.iteration,
             batch_position=batch.n_stored + j,
-            value=outcome.value if outcome.ok else "",
+            value="" if outcome.value is None else outcome.value,
             status=OK if outcome.ok else FAILED,
             error=outcome.error,
             best_value=best,
-            regret="" if best == "" else max(best - problem.optimal_value, 0.0),
+            regret=(
+                "" if isinstance(best, str) else max(best - problem.optimal_value, 0.0)
+            ),
             seconds=seconds,
             fit_seconds=batch.fit_seconds,
             acq_seconds=batch.acq_seconds,
@@ -307,12 +333,12 @@ def _new_rows(config, problem, data, batch, new_X, results, times) -> list[dict]
 
 def run_bo(
     config: RunConfig,
-    on_row: Callable[[dict], object] | None = None,
-    stored_rows: list[dict] | None = None,
+    on_row: Callable[[RowDict], object] | None = None,
+    stored_rows: list[RowDict] | None = None,
     should_stop: Callable[[], bool] | None = None,
     faults: FaultPolicy | None = None,
-    state_path: str | os.PathLike | None = None,
-) -> list[dict]:
+    state_path: str | os.PathLike[str] | None = None,
+) -> list[RowDict]:
     r"""Run one BO loop and return one row per evaluation.
 
     With ``stored_rows`` (the rows of an interrupted attempt of the same run) the
@@ -389,7 +415,13 @@ class _State:
     path: Path | None
     run: Run
 
-    def __init__(self, config, problem, stored, state_path) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        problem: Problem,
+        stored: list[RowDict],
+        state_path: str | os.PathLike[str] | None,
+    ) -> None:
         method = get_method(config.method)
         self.stateful = method.carries_state
         self.model_based = method.model_based
@@ -432,7 +464,16 @@ class _State:
             self.path = None
 
 
-def _loop(config, problem, stored, on_row, should_stop, faults, evaluate, state_path):
+def _loop(
+    config: RunConfig,
+    problem: Problem,
+    stored: list[RowDict],
+    on_row: Callable[[RowDict], object] | None,
+    should_stop: Callable[[], bool] | None,
+    faults: FaultPolicy,
+    evaluate: Evaluator,
+    state_path: str | os.PathLike[str] | None,
+) -> list[RowDict]:
     state = _State(config, problem, stored, state_path)
     data = _Data(problem.dim, state.model_based)
     # `seconds` goes on from the stored attempt's last row.

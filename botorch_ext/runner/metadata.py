@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 #: ``config.json`` keys that describe how and where a run was made, not what it
 #: computes; a resume does not require them to match.
@@ -60,7 +61,7 @@ def _git_revision() -> str | None:
     return out.stdout.strip() or None
 
 
-def run_metadata(argv: Sequence[str] | None = None) -> dict:
+def run_metadata(argv: Sequence[str] | None = None) -> dict[str, Any]:
     r"""What ``config.json`` records about how and where a run is made.
 
     Args:
@@ -81,7 +82,9 @@ def run_metadata(argv: Sequence[str] | None = None) -> dict:
         "argv": [redact(a) for a in (sys.argv if argv is None else argv)],
         "versions": {
             "botorch_ext": botorch_ext.__version__,
-            "botorch": botorch.__version__,
+            # botorch sets __version__ in a try block, which mypy does not
+            # count as exported.
+            "botorch": vars(botorch)["__version__"],
             "gpytorch": gpytorch.__version__,
             "torch": torch.__version__,
             "python": platform.python_version(),
@@ -92,7 +95,7 @@ def run_metadata(argv: Sequence[str] | None = None) -> dict:
     }
 
 
-def config_differences(stored: dict, new: dict) -> list[str]:
+def config_differences(stored: dict[str, Any], new: dict[str, Any]) -> list[str]:
     r"""The settings in which two ``config.json`` contents differ.
 
     Metadata such as times, versions and the worker count is left aside.
@@ -106,8 +109,8 @@ def config_differences(stored: dict, new: dict) -> list[str]:
         settings as ``options.q``), sorted.
     """
 
-    def flat(d: dict, prefix: str = "") -> dict:
-        out: dict = {}
+    def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for key, value in d.items():
             if not prefix and key in METADATA_KEYS:
                 continue

@@ -39,16 +39,19 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from typing import TYPE_CHECKING
 
 import torch
-from botorch.acquisition import (
-    qLogNoisyExpectedImprovement,
+from botorch.acquisition.joint_entropy_search import qJointEntropySearch
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.max_value_entropy_search import (
     qLowerBoundMaxValueEntropy,
     qMaxValueEntropy,
+)
+from botorch.acquisition.monte_carlo import (
     qProbabilityOfImprovement,
     qUpperConfidenceBound,
 )
-from botorch.acquisition.joint_entropy_search import qJointEntropySearch
 from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
@@ -58,6 +61,10 @@ from botorch_ext.runner.acquisition import acquisition_method
 from botorch_ext.runner.aliases import deprecated_aliases
 from botorch_ext.runner.options import iteration_seed
 from botorch_ext.runner.protocol import METHOD_FLAGS, FunctionMethod
+
+if TYPE_CHECKING:
+    # Not imported at run time: ``methods.MethodOptions`` is a deprecated alias.
+    from botorch_ext.runner.options import MethodOptions
 
 #: Names this module re-exported from their homes in 0.2.0: still
 #: importable from here, with a ``DeprecationWarning``, until 0.3.0.
@@ -114,14 +121,28 @@ BOTORCH_UCB_BETA = 0.1
 JES_NUM_OPTIMA = 64
 
 
-def _random(train_X, train_Y, bounds, q, seed, options) -> Tensor:
+def _random(
+    train_X: Tensor,
+    train_Y: Tensor,
+    bounds: Tensor,
+    q: int,
+    seed: int,
+    options: MethodOptions,
+) -> Tensor:
     r"""Uniform random points (no model)."""
     gen = torch.Generator().manual_seed(iteration_seed(seed, train_X))
     U = torch.rand(q, bounds.shape[-1], generator=gen, dtype=bounds.dtype)
     return bounds[0] + U * (bounds[1] - bounds[0])
 
 
-def _sobol(train_X, train_Y, bounds, q, seed, options) -> Tensor:
+def _sobol(
+    train_X: Tensor,
+    train_Y: Tensor,
+    bounds: Tensor,
+    q: int,
+    seed: int,
+    options: MethodOptions,
+) -> Tensor:
     r"""One scrambled Sobol sequence per run (no model)."""
     # Continue one scrambled Sobol sequence across iterations: the points already
     # used are the first len(train_X) of the sequence with this seed.

@@ -10,9 +10,13 @@ directories are described by what they hold).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from botorch_ext.runner.schema import RowDict
 
 #: Band choices, mean +/- 1 standard error, mean +/- 1 standard deviation, or the
 #: median with the 25%-75% quantile band.
@@ -55,12 +59,12 @@ def band_over_seeds(values: np.ndarray, band: str = "se") -> tuple[np.ndarray, .
     return center, center - spread, center + spread
 
 
-def _joined(values) -> str:
+def _joined(values: Iterable[Any]) -> str:
     found = sorted({v for v in values if v != ""}, key=str)
     return "/".join(str(v) for v in found) if found else "?"
 
 
-def run_settings(rows: list[dict]) -> dict:
+def run_settings(rows: list[RowDict]) -> dict[str, Any]:
     r"""The settings a set of rows was run with, read from the rows.
 
     Example:
@@ -76,7 +80,7 @@ def run_settings(rows: list[dict]) -> dict:
         ``/`` between differing values of different runs) and ``seeds`` (the
         largest number of seeds of one method).
     """
-    runs: dict[tuple, list[dict]] = {}
+    runs: dict[tuple[str, int], list[RowDict]] = {}
     for row in rows:
         runs.setdefault((row["method"], row["seed"]), []).append(row)
     n_init: set[int] = set()
@@ -102,7 +106,7 @@ def run_settings(rows: list[dict]) -> dict:
 
 
 def plot_regret(
-    rows: list[dict], path: Path, title: str = "", band: str = "se"
+    rows: list[RowDict], path: Path, title: str = "", band: str = "se"
 ) -> None:
     r"""Save a PNG of ``log10(regret)`` against evaluations, one band per method.
 

@@ -88,9 +88,15 @@ from dataclasses import dataclass
 from typing import cast
 
 import torch
-from botorch.test_functions import Branin, Hartmann, Levy, Rosenbrock, synthetic
+from botorch.test_functions import synthetic
 from botorch.test_functions.base import ConstrainedBaseTestProblem
-from botorch.test_functions.synthetic import SyntheticTestFunction
+from botorch.test_functions.synthetic import (
+    Branin,
+    Hartmann,
+    Levy,
+    Rosenbrock,
+    SyntheticTestFunction,
+)
 from torch import Tensor
 
 from botorch_ext.runner.errors import ArgumentError
@@ -190,7 +196,8 @@ def _repeated_branin(dim: int) -> Problem:
     def function(U: Tensor) -> Tensor:
         x = 2.0 * U[..., : 2 * n_terms] - 1.0
         z = 7.5 * x.reshape(*x.shape[:-1], n_terms, 2) + shift.to(x)
-        return fn(z).mean(dim=-1)
+        values: Tensor = fn(z)
+        return values.mean(dim=-1)
 
     # The Branin minimiser (pi, 2.275) in every pair; an odd last coordinate is free.
     x_opt = (torch.tensor([math.pi, 2.275]) - shift) / 7.5
@@ -206,7 +213,8 @@ def _repeated_hartmann6(dim: int) -> Problem:
     def function(U: Tensor) -> Tensor:
         # z = (x + 1) / 2 with x = 2 u - 1 is u itself.
         z = U[..., : 6 * n_blocks].reshape(*U.shape[:-1], n_blocks, 6)
-        return fn(z).mean(dim=-1)
+        values: Tensor = fn(z)
+        return values.mean(dim=-1)
 
     optimizer = torch.full((dim,), 0.5)
     assert fn._optimizers is not None  # the 6-D Hartmann minimiser
@@ -219,7 +227,8 @@ def _rosenbrock(dim: int) -> Problem:
     scale = 50000.0 / ((90.0**2 + 9.0**2) * (dim - 1))
 
     def function(U: Tensor) -> Tensor:
-        return scale * fn(7.5 * (2.0 * U - 1.0) + 2.5)
+        values: Tensor = fn(7.5 * (2.0 * U - 1.0) + 2.5)
+        return scale * values
 
     optimizer = torch.full((dim,), (-0.2 + 1.0) / 2.0)
     return Problem("rosenbrock", dim, 0.0, optimizer, function)
@@ -358,7 +367,7 @@ def _rover_cost(X: Tensor) -> Tensor:
     for lo, hi in zip(lower.to(Q), upper.to(Q), strict=True):
         hit |= ((Q >= lo) & (Q < hi)).all(dim=-1)
     density = _ROVER_LENGTH_COST + _ROVER_COLLISION_COST * hit.to(Q)
-    seg = (Q[:, 1:] - Q[:, :-1]).norm(dim=-1)
+    seg: Tensor = (Q[:, 1:] - Q[:, :-1]).norm(dim=-1)
     path = (seg * 0.5 * (density[:, 1:] + density[:, :-1])).sum(dim=-1)
     goal = torch.tensor(_ROVER_GOAL, dtype=torch.double).to(Q)
     miss = (Q[:, -1] - goal).abs().sum(dim=-1)  # L1; the sign matters
@@ -546,7 +555,8 @@ def from_test_function(function: SyntheticTestFunction, name: str) -> Problem:
         # Rounding in the affine map may step past a bound by an ulp.
         X = torch.minimum(torch.maximum(_to_native(U, lower, upper), lower), upper)
         with torch.no_grad():
-            return sign * function(X.to(cast(Tensor, function.bounds))).to(U)
+            values: Tensor = function(X.to(cast(Tensor, function.bounds)))
+            return sign * values.to(U)
 
     if bool((lower == lower[0]).all() and (upper == upper[0]).all()):
         domain = f"[{lower[0]:g}, {upper[0]:g}]^{function.dim}"
@@ -637,7 +647,7 @@ def resolve(spec: str, dim: int | None = None) -> Problem:
     return from_test_function(function, spec)
 
 
-def _takes_dim(target: Callable) -> bool:
+def _takes_dim(target: Callable[..., object]) -> bool:
     try:
         return "dim" in inspect.signature(target).parameters
     except (TypeError, ValueError):  # builtins without a signature

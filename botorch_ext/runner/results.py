@@ -23,16 +23,17 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from botorch_ext.runner import metadata as meta
 from botorch_ext.runner import schema
 from botorch_ext.runner.aliases import deprecated_aliases
 from botorch_ext.runner.checkpoint import STATE_DIR
 from botorch_ext.runner.metadata import now_iso, peak_rss_mb
-from botorch_ext.runner.schema import run_key
+from botorch_ext.runner.schema import RowDict, run_key
 
 #: Names this module re-exported from their homes in 0.2.0: still
 #: importable from here, with a ``DeprecationWarning``, until 0.3.0.
@@ -80,14 +81,14 @@ class CsvWriter:
         if not append:
             self._write_line(self.fieldnames)
 
-    def _write_line(self, values: Sequence) -> None:
+    def _write_line(self, values: Sequence[object]) -> None:
         buffer = io.StringIO()
         csv.writer(buffer).writerow(values)
         data = buffer.getvalue().encode()
         while data:  # os.write may write less than asked
             data = data[os.write(self._fd, data) :]
 
-    def write(self, row: dict) -> None:
+    def write(self, row: RowDict) -> None:
         r"""Append one row (a dict with at least the writer's columns)."""
         self._write_line([row[k] for k in self.fieldnames])
 
@@ -107,7 +108,7 @@ class StoredResults:
     """
 
     header: tuple[str, ...]
-    rows: list[dict] = field(default_factory=list)
+    rows: list[RowDict] = field(default_factory=list)
     partial_line: str = ""
 
 
@@ -160,7 +161,7 @@ def read_results(path: Path, repair: bool = False) -> StoredResults:
         cut = data.rfind(b"\n") + 1
         data, partial = data[:cut], data[cut:]
     header: tuple[str, ...] = ()
-    rows = []
+    rows: list[RowDict] = []
     for number, line in enumerate(data.splitlines(keepends=True), start=1):
         try:
             text = line.decode()
@@ -185,7 +186,7 @@ def read_results(path: Path, repair: bool = False) -> StoredResults:
     return StoredResults(header, rows, partial.decode(errors="replace"))
 
 
-def drop_duplicates(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+def drop_duplicates(rows: list[RowDict]) -> tuple[list[RowDict], list[RowDict]]:
     r"""Split rows into one consistent history per run and the duplicates.
 
     Each run's rows are kept in file order up to the first row whose evaluation
@@ -200,9 +201,10 @@ def drop_duplicates(rows: list[dict]) -> tuple[list[dict], list[dict]]:
         ``(kept, dropped)``, both in file order; ``dropped`` is empty for a file
         without duplicate keys.
     """
-    seen: set[tuple] = set()
-    cut: set[tuple] = set()
-    kept, dropped = [], []
+    seen: set[tuple[str, int, int]] = set()
+    cut: set[tuple[str, int, str, int]] = set()
+    kept: list[RowDict] = []
+    dropped: list[RowDict] = []
     for row in rows:
         run = (row["problem"], row["dim"], row["method"], row["seed"])
         if run not in cut and run_key(row) in seen:
@@ -215,7 +217,7 @@ def drop_duplicates(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     return kept, dropped
 
 
-def load_results(directories: Sequence[Path]) -> list[dict]:
+def load_results(directories: Sequence[Path]) -> list[RowDict]:
     r"""The merged rows of the ``results.csv`` files of several output directories.
 
     For example a grid run in pieces; nothing is run.
@@ -235,8 +237,8 @@ def load_results(directories: Sequence[Path]) -> list[dict]:
             the same run (problem, dim, method, seed) is in two directories
             (or a directory is given twice).
     """
-    rows: list[dict] = []
-    owner: dict[tuple, Path] = {}
+    rows: list[RowDict] = []
+    owner: dict[tuple[str, int, str, int], Path] = {}
     given: set[Path] = set()
     for directory in directories:
         if Path(directory).resolve() in given:
@@ -291,9 +293,9 @@ class Output:
     """
 
     directory: Path
-    config: dict
+    config: dict[str, Any]
     writer: CsvWriter
-    stored_rows: list[dict]
+    stored_rows: list[RowDict]
 
     def close(self, status: str) -> None:
         r"""Close the CSV and record the run's end in ``config.json``.
@@ -310,7 +312,7 @@ class Output:
         _write_config(self.directory, self.config)
 
 
-def _write_config(directory: Path, config: dict) -> None:
+def _write_config(directory: Path, config: dict[str, Any]) -> None:
     # Written to a temporary name and renamed, so a kill leaves the old or the new
     # file, never half of one.
     tmp = directory / "config.json.tmp"
@@ -320,12 +322,12 @@ def _write_config(directory: Path, config: dict) -> None:
 
 def open_output(
     directory: Path,
-    config: dict,
+    config: dict[str, Any],
     dim: int,
     resume: bool = False,
     overwrite: bool = False,
     argv: Sequence[str] | None = None,
-    log=None,
+    log: Callable[[str], None] | None = None,
 ) -> Output:
     r"""Open an output directory for a run or grid.
 
@@ -409,8 +411,12 @@ _UPGRADABLE = 2
 
 
 def _resumable_rows(
-    directory: Path, stored_config: dict, new_config: dict, dim: int, log
-) -> list[dict]:
+    directory: Path,
+    stored_config: dict[str, Any],
+    new_config: dict[str, Any],
+    dim: int,
+    log: Callable[[str], None],
+) -> list[RowDict]:
     # Checks the stored results against the new command and repairs what can be
     # repaired without losing a row, saying so; raises for the rest.
     path = directory / "results.csv"
@@ -473,7 +479,7 @@ def _free_name(path: Path) -> Path:
     return candidate
 
 
-def _write_rows(path: Path, fieldnames: Sequence[str], rows: list[dict]) -> None:
+def _write_rows(path: Path, fieldnames: Sequence[str], rows: list[RowDict]) -> None:
     # A new file under a temporary name, renamed over the old one: a kill leaves
     # the old file or the new one, never a mix.
     tmp = path.with_name(path.name + ".tmp")
@@ -486,9 +492,10 @@ def _write_rows(path: Path, fieldnames: Sequence[str], rows: list[dict]) -> None
     os.replace(tmp, path)
 
 
-def _read_config(directory: Path) -> dict:
+def _read_config(directory: Path) -> dict[str, Any]:
     try:
-        return json.loads((directory / "config.json").read_text())
+        config: dict[str, Any] = json.loads((directory / "config.json").read_text())
+        return config
     except (OSError, ValueError) as e:
         raise ValueError(
             f"cannot resume {str(directory)!r}: no readable config.json ({e})"

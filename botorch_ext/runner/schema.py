@@ -65,6 +65,10 @@ DIAGNOSTIC_COLUMNS = {
     "model_warp": "warp",
 }
 
+#: A row as a dict, column name -> value (``Row.to_dict``, ``parse_row``): the
+#: values are of the columns' types, or ``""`` where a field is empty.
+RowDict = dict[str, Any]
+
 #: A field that is empty in ``results.csv`` (a failed row's value, a row without
 #: diagnostics).
 Empty = str
@@ -131,14 +135,14 @@ class Row:
                 f"point has {len(self.point)} coordinates, expected dim={self.dim}"
             )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> RowDict:
         r"""The row as ``results.csv`` holds it: ``columns(dim)`` -> value, in order."""
         row = {name: getattr(self, name) for name in FIXED_COLUMNS}
         row.update(zip(x_columns(self.dim), self.point, strict=True))
         return row
 
     @classmethod
-    def from_dict(cls, row: Mapping) -> Row:
+    def from_dict(cls, row: Mapping[str, Any]) -> Row:
         r"""The record of a row dict (``parse_row``'d or ``to_dict``'s)."""
         fields_ = {name: row[name] for name in FIXED_COLUMNS}
         point = tuple(row[c] for c in x_columns(int(row["dim"])))
@@ -180,7 +184,7 @@ def _column_type(name: str) -> type:
     return float if name[:1] == "x" and name[1:].isdigit() else str
 
 
-def parse_row(row: Mapping[str, str]) -> dict:
+def parse_row(row: Mapping[str, str]) -> RowDict:
     r"""Convert a row read from ``results.csv`` (all strings) to ``run_bo``'s types.
 
     Empty fields stay ``""``, and columns a file predates get their defaults (``status``
@@ -196,7 +200,7 @@ def parse_row(row: Mapping[str, str]) -> dict:
         ValueError: If a field does not parse as its column's type (naming the
             column and the field).
     """
-    out: dict = {}
+    out: RowDict = {}
     for key, value in row.items():
         kind = _column_type(key)
         if value == "" or kind is str:
@@ -214,7 +218,7 @@ def parse_row(row: Mapping[str, str]) -> dict:
     return out
 
 
-def build_row(point: list[float], **values: Any) -> dict:
+def build_row(point: list[float], **values: Any) -> RowDict:
     r"""One row, its keys in file order: a ``Row``'s ``to_dict()``.
 
     Example:
@@ -238,7 +242,7 @@ def build_row(point: list[float], **values: Any) -> dict:
     return Row(**values, point=tuple(point)).to_dict()
 
 
-def diagnostic_fields(diagnostics: dict | None) -> dict:
+def diagnostic_fields(diagnostics: dict[str, Any] | None) -> dict[str, Any]:
     r"""The ``model_*`` columns of a row from a method's ``diagnostics`` dict.
 
     Args:
@@ -257,7 +261,7 @@ def diagnostic_fields(diagnostics: dict | None) -> dict:
     return out
 
 
-def stored_points(rows: list[dict], dim: int) -> list[dict]:
+def stored_points(rows: list[RowDict], dim: int) -> list[RowDict]:
     r"""The stored rows of one run, checked to be evaluations ``1..n`` with points.
 
     Args:
@@ -285,6 +289,6 @@ def stored_points(rows: list[dict], dim: int) -> list[dict]:
     return rows
 
 
-def run_key(row: Mapping) -> tuple[str, int, int]:
+def run_key(row: Mapping[str, Any]) -> tuple[str, int, int]:
     r"""The key that names one evaluation: ``(method, seed, n_evals)``."""
     return (row["method"], row["seed"], row["n_evals"])

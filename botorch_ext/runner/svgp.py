@@ -11,11 +11,13 @@ import dataclasses
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from botorch.exceptions.warnings import OptimizationWarning
 from gpytorch.kernels import Kernel, RBFKernel, ScaleKernel
 from gpytorch.likelihoods import GaussianLikelihood
+from torch import Tensor
 
 from botorch_ext.eulbo import (
     AUTHORS_WINDOW,
@@ -29,7 +31,7 @@ from botorch_ext.eulbo import (
 from botorch_ext.eulbo.model import MOVED_SETTINGS
 from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
-from botorch_ext.runner.options import iteration_seed
+from botorch_ext.runner.options import MethodOptions, iteration_seed
 from botorch_ext.runner.protocol import Proposal
 from botorch_ext.runner.transforms import StandardizeOnce
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
@@ -112,8 +114,8 @@ class SVGPMethod:
         self,
         utility: str | None,
         turbo: bool = False,
-        eulbo_options: dict | None = None,
-        model_kwargs: dict | None = None,
+        eulbo_options: dict[str, Any] | None = None,
+        model_kwargs: dict[str, Any] | None = None,
         kernel: Callable[[int], Kernel] | None = None,
         preset: str | None = None,
         options: EULBOOptions | None = None,
@@ -164,8 +166,8 @@ class SVGPMethod:
 def _settings(
     options: EULBOOptions | None,
     objective: EULBO | None,
-    flat: dict,
-    model_kwargs: dict,
+    flat: dict[str, Any],
+    model_kwargs: dict[str, Any],
 ) -> tuple[EULBOOptions, EULBO]:
     r"""The run's options and objective, the deprecated forms folded in.
 
@@ -196,7 +198,7 @@ class _SVGPRun(TrustRegion):
         turbo: bool,
         settings: EULBOOptions | None = None,
         objective: EULBO | None = None,
-        model_kwargs: dict | None = None,
+        model_kwargs: dict[str, Any] | None = None,
         kernel: Callable[[int], Kernel] | None = None,
     ) -> None:
         super().__init__()
@@ -210,7 +212,15 @@ class _SVGPRun(TrustRegion):
         self.model_kwargs = model_kwargs or {}
         self.previous: EULBOModel | None = None
 
-    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+    def propose(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        bounds: Tensor,
+        q: int,
+        seed: int,
+        options: MethodOptions,
+    ) -> Proposal:
         seed_i = iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
         tic = time.monotonic()
@@ -288,7 +298,15 @@ class _AuthorsSVGPRun(_SVGPRun):
         self.options = EULBOOptions.authors(arm=arm)
         self.outcome_transform = StandardizeOnce(m=1)
 
-    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+    def propose(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        bounds: Tensor,
+        q: int,
+        seed: int,
+        options: MethodOptions,
+    ) -> Proposal:
         seed_i = iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
         tic = time.monotonic()

@@ -15,7 +15,8 @@ from botorch.models.transforms.outcome import (
     OutcomeTransform,
     Standardize,
 )
-from botorch.posteriors import Posterior, TransformedPosterior
+from botorch.posteriors.posterior import Posterior
+from botorch.posteriors.transformed import TransformedPosterior
 from torch import Tensor
 
 

@@ -10,18 +10,21 @@ import time
 import warnings
 
 import torch
-from botorch.acquisition import qLogExpectedImprovement
+from botorch.acquisition.logei import qLogExpectedImprovement
 from botorch.exceptions.warnings import OptimizationWarning
-from botorch.optim import optimize_acqf
+from botorch.models.model import Model
+from botorch.optim.optimize import optimize_acqf
 from torch import Tensor
 
 from botorch_ext.optim import TurboState, ignore_optimize_acqf_retry_warnings
 from botorch_ext.runner.fitting import fit_model, gp_diagnostics
-from botorch_ext.runner.options import iteration_seed
+from botorch_ext.runner.options import MethodOptions, iteration_seed
 from botorch_ext.runner.protocol import Proposal
 
 
-def maximize_qlogei(model, train_Y, region, q, options) -> Tensor:
+def maximize_qlogei(
+    model: Model, train_Y: Tensor, region: Tensor, q: int, options: MethodOptions
+) -> Tensor:
     r"""``q`` maximizers of qLogEI (incumbent ``train_Y.max()``) in ``region``.
 
     Example:
@@ -76,7 +79,14 @@ class TrustRegion:
             dim=dim, batch_size=q, failure_tolerance=self.failure_tolerance
         )
 
-    def _trust_region(self, train_X, train_Y, bounds, q, lengthscale) -> Tensor:
+    def _trust_region(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        bounds: Tensor,
+        q: int,
+        lengthscale: Tensor | None,
+    ) -> Tensor:
         if self.state is None:
             self.state = self._new_state(train_X.shape[-1], q)
             self.state.update(train_Y)
@@ -117,7 +127,15 @@ class TurboMethod:
 
 
 class _TurboExactRun(TrustRegion):
-    def propose(self, train_X, train_Y, bounds, q, seed, options) -> Proposal:
+    def propose(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        bounds: Tensor,
+        q: int,
+        seed: int,
+        options: MethodOptions,
+    ) -> Proposal:
         seed_i = iteration_seed(seed, train_X)
         torch.manual_seed(seed_i)
         tic = time.monotonic()

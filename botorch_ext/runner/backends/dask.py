@@ -40,6 +40,7 @@ import uuid
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -52,6 +53,10 @@ from botorch_ext.runner.backends.streaming import (
 from botorch_ext.runner.evaluation import FaultPolicy
 from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.signals import holding_interrupts
+
+if TYPE_CHECKING:
+    # ``distributed`` is imported where it is used: it is an optional dependency.
+    from distributed import Client, Future, LocalCluster
 
 #: How long a client waits to reach an existing scheduler.
 CONNECT_TIMEOUT = "20s"
@@ -164,7 +169,7 @@ def run(configs: list[RunConfig], sink: GridSink, settings: BackendSettings) -> 
                 cluster.close()
 
 
-def _connect(settings: BackendSettings):
+def _connect(settings: BackendSettings) -> tuple[Client, LocalCluster | None]:
     try:
         from distributed import Client, LocalCluster
     except ImportError as e:  # pragma: no cover (a dependency)
@@ -213,7 +218,13 @@ class GridClient:
         settings: The backend settings.
     """
 
-    def __init__(self, client, configs, sink: GridSink, settings) -> None:
+    def __init__(
+        self,
+        client: Client,
+        configs: list[RunConfig],
+        sink: GridSink,
+        settings: BackendSettings,
+    ) -> None:
         from distributed import Event, Queue
 
         self.client, self.sink, self.settings = client, sink, settings
@@ -228,8 +239,8 @@ class GridClient:
         self.queue = Queue(self.names.rows, client=client)
         self.stop = Event(self.names.stop, client=client)
         self.attempts: dict[tuple[str, int], list[str]] = {}
-        self.futures: dict = {}
-        self.pending: set = set()
+        self.futures: dict[Future[bool], RunConfig] = {}
+        self.pending: set[Future[bool]] = set()
 
     def drain(self) -> None:
         """Hand every message now on the rows queue to the sink."""
@@ -237,7 +248,7 @@ class GridClient:
             for message in self.queue.get(batch=True):
                 self._take(message)
 
-    def _take(self, message: tuple) -> None:
+    def _take(self, message: tuple[Any, ...]) -> None:
         from distributed import Queue
 
         if message[0] == "hello":
@@ -263,16 +274,21 @@ class GridClient:
             return
         self.sink.add(row)
 
-    def wait_first(self, fs: set, timeout: float) -> tuple[set, set]:
+    def wait_first(
+        self, fs: set[Future[bool]], timeout: float
+    ) -> tuple[set[Future[bool]], set[Future[bool]]]:
         """Wait for the first of ``fs`` to finish; return ``(done, not_done)``."""
         from distributed import wait
 
         try:
-            return wait(fs, timeout=timeout, return_when="FIRST_COMPLETED")
+            done_and_not_done: tuple[set[Future[bool]], set[Future[bool]]] = wait(
+                fs, timeout=timeout, return_when="FIRST_COMPLETED"
+            )
+            return done_and_not_done
         except TimeoutError:  # distributed's wait raises where others return
             return set(), fs
 
-    def on_done(self, future) -> None:
+    def on_done(self, future: Future[bool]) -> None:
         """End the run of a finished task, raising the run's error if it failed."""
         from distributed import KilledWorker
 
@@ -322,7 +338,7 @@ class GridClient:
     def _lost(self, error: BaseException) -> bool:
         if self.client.status not in ("running", "newly-created"):
             return True
-        from distributed.comm import CommClosedError
+        from distributed.comm.core import CommClosedError
 
         if isinstance(error, CommClosedError):
             return True
@@ -351,7 +367,7 @@ class GridClient:
                 file=sys.stderr,
             )
 
-        def on_stopped(future) -> None:
+        def on_stopped(future: Future[bool]) -> None:
             # A run that reached its budget meanwhile is done; errors of the
             # others cannot replace the one being raised.
             if future.status == "finished" and future.result():

@@ -21,7 +21,8 @@ import multiprocessing
 import os
 import queue as queue_module
 import signal
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Callable, MutableSequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.managers import SyncManager
 from pathlib import Path
@@ -36,6 +37,7 @@ from botorch_ext.runner.backends.streaming import (
 )
 from botorch_ext.runner.evaluation import FaultPolicy
 from botorch_ext.runner.loop import RunConfig, run_bo
+from botorch_ext.runner.schema import RowDict
 from botorch_ext.runner.signals import holding_interrupts
 
 
@@ -104,7 +106,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _init_worker(threads: int, pids) -> None:
+def _init_worker(threads: int, pids: MutableSequence[int]) -> None:
     _ignore_sigint()
     torch.set_num_threads(threads)
     pids.append(os.getpid())
@@ -112,8 +114,8 @@ def _init_worker(threads: int, pids) -> None:
 
 def _run_in_worker(
     config: RunConfig,
-    stored_rows: list[dict],
-    rows,
+    stored_rows: list[RowDict],
+    rows: queue_module.Queue[RowDict],
     faults: FaultPolicy,
     state: Path | None = None,
 ) -> None:
@@ -165,9 +167,21 @@ def _run_pool(
         manager.shutdown()
 
 
-def _stream_pool(pool, configs, sink, settings, channel, reported) -> None:
+#: How ``_stream_pool`` reaches the workers: the rows' queue, the workers'
+#: process ids and the drain of the queue.
+_Channel = tuple[queue_module.Queue[RowDict], MutableSequence[int], Callable[[], None]]
+
+
+def _stream_pool(
+    pool: ProcessPoolExecutor,
+    configs: list[RunConfig],
+    sink: GridSink,
+    settings: BackendSettings,
+    channel: _Channel,
+    reported: set[RunConfig],
+) -> None:
     queue, pids, drain = channel
-    futures = {}
+    futures: dict[Future[None], RunConfig] = {}
     try:
         with sigint_blocked_in_children():  # workers start on submit
             for config in configs:
@@ -181,7 +195,7 @@ def _stream_pool(pool, configs, sink, settings, channel, reported) -> None:
                 )
                 futures[future] = config
 
-        def on_done(future) -> None:
+        def on_done(future: Future[None]) -> None:
             future.result()  # a worker's error ends the grid here
             reported.add(futures[future])
             sink.done(futures[future])

@@ -23,11 +23,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from pathlib import Path
+from typing import TypeVar
 
 from botorch_ext.runner.checkpoint import state_path
 from botorch_ext.runner.evaluation import FaultPolicy
 from botorch_ext.runner.loop import RunConfig
-from botorch_ext.runner.schema import run_key
+from botorch_ext.runner.schema import RowDict, run_key
 
 #: How long a backend waits for a finished run before it drains the rows again;
 #: rows reach the caller at most this long after their evaluation.
@@ -86,33 +87,33 @@ class GridSink:
 
     def __init__(
         self,
-        stored_rows: Iterable[dict] = (),
-        on_row: Callable[[dict], None] | None = None,
+        stored_rows: Iterable[RowDict] = (),
+        on_row: Callable[[RowDict], None] | None = None,
         on_run_done: Callable[[RunConfig], None] | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        self.rows: list[dict] = []
-        self._runs: dict[tuple[str, int], list[dict]] = {}
-        self._keys: set[tuple] = set()
+        self.rows: list[RowDict] = []
+        self._runs: dict[tuple[str, int], list[RowDict]] = {}
+        self._keys: set[tuple[str, int, int]] = set()
         self._on_row, self._on_run_done = on_row, on_run_done
         self._log = log
         self.notes: list[str] = []
         for row in stored_rows:
             self._keep(row)
 
-    def _keep(self, row: dict) -> None:
+    def _keep(self, row: RowDict) -> None:
         self.rows.append(row)
         self._keys.add(run_key(row))
         self._runs.setdefault((row["method"], row["seed"]), []).append(row)
 
-    def rows_of(self, config: RunConfig) -> list[dict]:
+    def rows_of(self, config: RunConfig) -> list[RowDict]:
         r"""The rows held for the run of ``config`` (stored and new), in order."""
         return sorted(
             self._runs.get((config.method, config.seed), []),
             key=lambda r: r["n_evals"],
         )
 
-    def add(self, row: dict) -> bool:
+    def add(self, row: RowDict) -> bool:
         r"""Take a new row; False (and a note) if its evaluation is held."""
         if run_key(row) in self._keys:
             self.note(
@@ -168,13 +169,17 @@ def sigint_blocked_in_children() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+#: A backend's future (``concurrent.futures.Future``, ``distributed.Future``).
+_Future = TypeVar("_Future")
+
+
 def stream_until_done(
-    pending: set,
-    wait_first: Callable[[set, float], tuple[set, set]],
+    pending: set[_Future],
+    wait_first: Callable[[set[_Future], float], tuple[set[_Future], set[_Future]]],
     drain: Callable[[], None],
-    on_done: Callable[[object], None],
+    on_done: Callable[[_Future], None],
     timeout: float | None = None,
-) -> set:
+) -> set[_Future]:
     r"""Wait for the runs' futures, draining their rows meanwhile.
 
     Each finished future is handed to ``on_done`` only after the drain that follows its
