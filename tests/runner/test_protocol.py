@@ -9,7 +9,12 @@ from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.runner import svgp
 from botorch_ext.runner.loop import RunConfig, run_bo
-from botorch_ext.runner.methods import METHODS, get_method, register_method
+from botorch_ext.runner.methods import (
+    METHOD_SUMMARIES,
+    METHODS,
+    get_method,
+    register_method,
+)
 from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.protocol import (
     METHOD_FLAGS,
@@ -39,6 +44,12 @@ HEADER_V3 = (
     "outcome_transform,model_noise,model_lengthscales,model_elbo,model_utility,"
     "model_fit_steps,model_angular_weights,model_warp"
 )
+
+
+def _forget(name):
+    # A registration made by a test: its method and its line in the listing.
+    METHODS.pop(name, None)
+    METHOD_SUMMARIES.pop(name, None)
 
 
 def _data(n=8, d=3, seed=0):
@@ -115,7 +126,7 @@ class TestProtocol(BotorchTestCase):
                 seen.append(train_X.shape[0])
                 return Proposal(bounds[:1].expand(q, -1), 1.5, {"noise": 0.25})
 
-        self.addCleanup(METHODS.pop, "fixed", None)
+        self.addCleanup(_forget, "fixed")
         register_method("fixed", Fixed())
         rows = run_bo(RunConfig("branin", "fixed", budget=6, n_init=4))
         self.assertEqual(seen, [4, 5])
@@ -133,7 +144,7 @@ class TestProtocol(BotorchTestCase):
         X, Y, bounds = _data()
         proposal = method.new_run().propose(X, Y, bounds, 2, 0, FAST)
         self.assertTrue(torch.equal(proposal.candidates, bounds[:1].expand(2, -1)))
-        self.addCleanup(METHODS.pop, "corner", None)
+        self.addCleanup(_forget, "corner")
         self.assertTrue(register_method("corner", corner).sequential)
 
         class NoFlags:
