@@ -124,6 +124,14 @@ nitpick_ignore_regex = [
 # prior" (DEFAULT), named in BOCKKernel's signature; its meaning is in the
 # Args.
 nitpick_ignore = [("py:class", "_Default")]
+# Private helpers named in public signatures: the runner's streaming backend's
+# type variable, the acquisition methods' settings record; and Dask's Client, whose
+# docs have no inventory here.
+nitpick_ignore += [
+    ("py:class", "botorch_ext.runner.backends.streaming._Future"),
+    ("py:class", "_Spec"),
+    ("py:class", "Client"),
+]
 
 # -- Intersphinx -----------------------------------------------------------------
 _OFFLINE_INV = str(DOCS / "offline.inv")

@@ -99,8 +99,8 @@ class Method(Protocol):
         ...  # pragma: no cover
 
 
-#: A runner method in function form: ``(train_X, train_Y, bounds, q, seed,
-#: options)`` -> a ``q x d`` tensor of candidates in ``bounds``.
+#: The signature of a runner method in function form, ``(train_X, train_Y, bounds,
+#: q, seed, options)`` -> a ``q x d`` tensor of candidates in ``bounds``.
 MethodFunction = Callable[[Tensor, Tensor, Tensor, int, int, MethodOptions], Tensor]
 
 

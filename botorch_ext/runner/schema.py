@@ -149,7 +149,7 @@ class Row:
         return cls(**fields_, point=point)
 
 
-#: Every column but the point's, in file order: the fields of ``Row``.
+#: The columns (all but the point's) in file order, as the fields of ``Row``.
 SCHEMA: tuple[Column, ...] = tuple(
     Column(f.name, f.metadata["type"], f.metadata["missing"])
     for f in fields(Row)
