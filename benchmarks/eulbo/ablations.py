@@ -98,6 +98,10 @@ elbo_svgp_default_kernel = SVGPMethod(None)
 # The authors' loop in their TuRBO box (failure tolerance 32, a cube): the rover.
 turbo_eulbo_ei_authors = SVGPMethod("ei", turbo=True, preset="authors")
 turbo_elbo_svgp_authors = SVGPMethod(None, turbo=True, preset="authors")
+# The package's two arms in the runner's TuRBO box, with EULBOModel's default kernel
+# (the rover's 2 x 2 against the two above).
+turbo_eulbo_ei_default_kernel = SVGPMethod("ei", turbo=True)
+turbo_elbo_svgp_default_kernel = SVGPMethod(None, turbo=True)
 
 #: The names of the stored results -> the methods.
 ABLATIONS = {
