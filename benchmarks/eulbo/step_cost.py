@@ -16,15 +16,23 @@ CPU used by other processes during the step, and the peak RSS.
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/eulbo/step_cost.py \
         [--ns 1000,2000,5000,10000] [--methods turbo-elbo-svgp,turbo-eulbo-ei,turbo] \
-        [--exact-max-n 2000] [--device cuda] \
+        [--exact-max-n 2000] [--device cuda] [--profile] \
         [--output benchmarks/eulbo/results/adam-fit/step_cost.csv]
+
+``--profile`` runs the timed step under ``cProfile`` and prints its top functions by
+cumulative time (``--profile-top``, default 25) after each configuration's line; the
+profiler's overhead inflates that step's seconds, so profile and time in separate
+invocations.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import pstats
 import resource
 import subprocess
 import sys
@@ -34,7 +42,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def one(method: str, n: int, q: int, device: str = "cpu") -> dict:
+def one(method: str, n: int, q: int, device: str = "cpu", profile_top: int = 0) -> dict:
     import torch
 
     from botorch_ext.runner.methods import get_method
@@ -62,12 +70,22 @@ def one(method: str, n: int, q: int, device: str = "cpu") -> dict:
     run.propose(X[:n], Y[:n], bounds, q, 0, options)
     sync()
     first = time.perf_counter() - t0
+    profiler = cProfile.Profile() if profile_top else None
     with OtherCPU() as other:
         t0 = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
         proposal = run.propose(X, Y, bounds, q, 0, options)
         cand = proposal.candidates
         sync()
+        if profiler is not None:
+            profiler.disable()
         step = time.perf_counter() - t0
+    if profiler is not None:
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text).sort_stats("cumulative")
+        stats.print_stats(profile_top)
+        print(text.getvalue(), file=sys.stderr)
     if cand.device != X.device:
         raise RuntimeError(f"candidates on {cand.device}, data on {X.device}")
     diag = proposal.diagnostics
@@ -105,6 +123,10 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="smoke mode: n = 150, 300, q = 4"
     )
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile the timed step"
+    )
+    parser.add_argument("--profile-top", type=int, default=25)
     args = parser.parse_args()
     if args.quick:
         args.ns, args.q, args.exact_max_n = "150,300", 4, 150
@@ -112,7 +134,8 @@ def main() -> None:
         args.output = os.path.join(tempfile.gettempdir(), "eulbo_step_cost_quick.csv")
     if args.one:
         method, n = args.one.split(":")
-        print(json.dumps(one(method, int(n), args.q, args.device)))
+        top = args.profile_top if args.profile else 0
+        print(json.dumps(one(method, int(n), args.q, args.device, top)))
         return
     sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
     from common import append_csv_row
@@ -132,6 +155,11 @@ def main() -> None:
                     str(args.q),
                     "--device",
                     args.device,
+                    *(
+                        ["--profile", "--profile-top", str(args.profile_top)]
+                        if args.profile
+                        else []
+                    ),
                 ],
                 capture_output=True,
                 text=True,
@@ -148,6 +176,8 @@ def main() -> None:
                 f"peak {row['peak_rss_mb']} MB  other CPU {row['other_cpu']}",
                 flush=True,
             )
+            if args.profile:
+                print(out.stderr, flush=True)
 
 
 if __name__ == "__main__":
