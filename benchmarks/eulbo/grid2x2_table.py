@@ -5,7 +5,8 @@ Reads the runner's runs (``compare`` folders, ``FOLDER::method=alias`` as in
 (minimization sign) at each of ``--at`` evaluations as mean +/- standard error over
 the seeds that reached it; per pair ``A:B``, the paired difference ``A - B`` over the
 seeds both reached, its standard error, and in how many seeds ``A`` is better
-(negative differences: ``A`` better).
+(negative differences: ``A`` better). With ``--noise``, a third table: the fitted
+noise variance (the rows' ``model_noise``, in standardized units) at each budget.
 
 Example::
 
@@ -33,6 +34,23 @@ def mean_se(values: list[float]) -> str:
     mean = statistics.fmean(values)
     se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
     return f"{mean:+.3f} +/- {se:.3f} ({len(values)})"
+
+
+def noise_table(runs: dict, at: list[int]) -> str:
+    r"""Mean +/- s.e. over seeds of the fitted noise at each budget, per arm."""
+    out = ["| fitted noise | " + " | ".join(f"{n}" for n in at) + " |"]
+    out.append("|---|" + "---|" * len(at))
+    for arm in sorted({method for method, _ in runs}):
+        cells = []
+        for n in at:
+            values = [
+                float(rows[n - 1]["model_noise"])
+                for (m, _), rows in sorted(runs.items())
+                if m == arm and len(rows) >= n and rows[n - 1].get("model_noise")
+            ]
+            cells.append(mean_se(values) if values else "")
+        out.append(f"| `{arm}` | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def tables(runs: dict, at: list[int], pairs: list[tuple[str, str]]) -> str:
@@ -75,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="+", help="FOLDER or glob, ::methods")
     parser.add_argument("--at", default="100,200,300")
     parser.add_argument("--pairs", default="", help="A:B,C:D")
+    parser.add_argument("--noise", action="store_true", help="the fitted noise too")
     args = parser.parse_args(argv)
     folders = []
     for spec in args.folders:
@@ -86,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         (p.split(":")[0], p.split(":")[1]) for p in filter(None, args.pairs.split(","))
     ]
     print(tables(runs, at, pairs))
+    if args.noise:
+        print("\n" + noise_table(runs, at))
     return 0
 
 
