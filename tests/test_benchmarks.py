@@ -359,3 +359,31 @@ class TestMSweepSummary(unittest.TestCase):
         self.assertIn(
             f"per seed {per_seed}, median {statistics.median(diffs):+.3f}", text
         )
+
+
+class TestGrid2x2Table(unittest.TestCase):
+    def test_paired_differences_and_compacted_rows(self):
+        table = load_script("benchmarks/eulbo/grid2x2_table.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            # Two arms, two seeds; "a" is 1.0 and 3.0 below "b" at n = 4, and
+            # "b"'s seed 1 is stored compacted (only every second row).
+            best = {("a", 0): -2.0, ("a", 1): -4.0, ("b", 0): -1.0, ("b", 1): -1.0}
+            for (method, seed), value in best.items():
+                folder = Path(tmp) / f"{method}-{seed}"
+                folder.mkdir()
+                name = "results.csv"
+                ns = [1, 2, 3, 4]
+                if (method, seed) == ("b", 1):
+                    name, ns = "results.checkpoints.csv.gz", [2, 4]
+                opener = gzip.open if name.endswith(".gz") else open
+                with opener(folder / name, "wt", newline="") as fh:
+                    writer = csv.writer(fh)
+                    writer.writerow(["method", "seed", "n_evals", "best_value"])
+                    for n in ns:
+                        writer.writerow([method, seed, n, value if n == 4 else 0.0])
+            runs = table.load([tmp])
+            self.assertEqual(table.best_at(runs["b", 1], 4), -1.0)
+            text = table.tables(runs, [4], [("a", "b")])
+        # Mean -2.0, standard error of (-1, -3): stdev sqrt(2) / sqrt(2) = 1.
+        self.assertIn("| `a` - `b` | -2.000 +/- 1.000 (2), 2 better |", text)
+        self.assertIn("| `a` | -3.000 +/- 1.000 (2) |", text)

@@ -1,6 +1,8 @@
 r"""The 2 x 2 tables of ``benchmarks/eulbo/README.md`` section 5, from stored runs.
 
-Reads the runner's runs (``compare`` folders, ``FOLDER::method=alias`` as in
+Reads the runner's runs (``compare`` folders with ``results.csv``,
+``results.csv.gz`` or the compacted ``results.checkpoints.csv.gz`` of
+``benchmarks/compact_results.py``; ``FOLDER::method=alias`` as in
 ``benchmarks/grid_summary.py``) and prints Markdown: per arm, the best value
 (minimization sign) at each of ``--at`` evaluations as mean +/- standard error over
 the seeds that reached it; per pair ``A:B``, the paired difference ``A - B`` over the
@@ -18,15 +20,53 @@ Example::
 from __future__ import annotations
 
 import argparse
+import csv
 import glob
+import gzip
 import math
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+#: The files a run folder may hold its rows in, in the order they are preferred.
+ROW_FILES = ("results.csv", "results.csv.gz", "results.checkpoints.csv.gz")
 
-from benchmarks.grid_summary import best_at, load
+
+def load(specs: list[str]) -> dict[tuple[str, int], dict[int, dict]]:
+    r"""Rows by ``(method or alias, seed)``, each as ``{n_evals: row}``.
+
+    ``spec`` is ``FOLDER`` or ``FOLDER::m1,m2=alias`` (only those methods, the
+    second renamed); a folder holds one ``compare`` grid or runs in subfolders. A
+    run already read from an earlier spec is kept.
+    """
+    runs: dict[tuple[str, int], dict[int, dict]] = {}
+    for spec in specs:
+        folder, _, only = spec.partition("::")
+        alias = dict(
+            (item.split("=") + [item])[:2] for item in filter(None, only.split(","))
+        )
+        for run_dir in [Path(folder), *sorted(Path(folder).glob("*/"))]:
+            path = next(
+                (run_dir / n for n in ROW_FILES if (run_dir / n).exists()), None
+            )
+            if path is None:
+                continue
+            opener = gzip.open if path.suffix == ".gz" else open
+            found: dict[tuple[str, int], dict[int, dict]] = {}
+            with opener(path, "rt") as fh:
+                for row in csv.DictReader(fh):
+                    key = (row["method"], int(row["seed"]))
+                    found.setdefault(key, {})[int(row["n_evals"])] = row
+            for (method, seed), rows in found.items():
+                if alias and method not in alias:
+                    continue
+                key = (alias.get(method, method), seed)
+                runs.setdefault(key, rows)
+    return runs
+
+
+def best_at(rows: dict[int, dict], n: int) -> float:
+    r"""The best value after ``n`` evaluations."""
+    return float(rows[n]["best_value"])
 
 
 def mean_se(values: list[float]) -> str:
@@ -44,9 +84,9 @@ def noise_table(runs: dict, at: list[int]) -> str:
         cells = []
         for n in at:
             values = [
-                float(rows[n - 1]["model_noise"])
+                float(rows[n]["model_noise"])
                 for (m, _), rows in sorted(runs.items())
-                if m == arm and len(rows) >= n and rows[n - 1].get("model_noise")
+                if m == arm and n in rows and rows[n].get("model_noise")
             ]
             cells.append(mean_se(values) if values else "")
         out.append(f"| `{arm}` | " + " | ".join(cells) + " |")
@@ -64,7 +104,7 @@ def tables(runs: dict, at: list[int], pairs: list[tuple[str, str]]) -> str:
             values = [
                 best_at(rows, n)
                 for (m, _), rows in sorted(runs.items())
-                if m == arm and len(rows) >= n
+                if m == arm and n in rows
             ]
             cells.append(mean_se(values) if values else "")
         out.append(f"| `{arm}` | " + " | ".join(cells) + " |")
@@ -76,10 +116,7 @@ def tables(runs: dict, at: list[int], pairs: list[tuple[str, str]]) -> str:
             diffs = [
                 best_at(runs[a, s], n) - best_at(runs[b, s], n)
                 for (m, s) in sorted(runs)
-                if m == a
-                and (b, s) in runs
-                and len(runs[a, s]) >= n
-                and len(runs[b, s]) >= n
+                if m == a and (b, s) in runs and n in runs[a, s] and n in runs[b, s]
             ]
             wins = sum(d < 0 for d in diffs)
             cells.append(f"{mean_se(diffs)}, {wins} better" if diffs else "")
@@ -99,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.folders:
         pattern, sep, only = spec.partition("::")
         folders += [f"{f}{sep}{only}" for f in sorted(glob.glob(pattern))]
-    runs = load(folders, None)
+    runs = load(folders)
     at = [int(n) for n in args.at.split(",")]
     pairs = [
         (p.split(":")[0], p.split(":")[1]) for p in filter(None, args.pairs.split(","))
