@@ -12,7 +12,7 @@ after the joint phase, the per-datum ELBO on the window before and after, how fa
 steps, the mean +/- standard error over seeds of each statistic for both, their
 difference and whether it is within 2 standard errors (of the difference); with
 ``--fixture PATH`` it writes the figures as JSON (the test fixture of
-``tests/benchmarks/test_faithfulness.py``).
+``tests/eulbo/test_authors_faithfulness.py``).
 
 Example::
 
