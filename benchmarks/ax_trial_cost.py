@@ -25,7 +25,7 @@ is reported, since the machine may be shared.
 Usage:
     OMP_NUM_THREADS=1 python benchmarks/ax_trial_cost.py \
         [--configs singletaskgp,eulbo,eulbo-cold,eulbo-joint,svgp] \
-        [--sobol 12] [--trials 5] [--output benchmarks/results/ax/trial_cost.csv]
+        [--sobol 12] [--trials 5] [--output benchmarks/ax/results/trial_cost.csv]
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--sobol", type=int, default=12)
     parser.add_argument("--trials", type=int, default=5)
-    parser.add_argument("--output", default="benchmarks/results/ax/trial_cost.csv")
+    parser.add_argument("--output", default="benchmarks/ax/results/trial_cost.csv")
     args = parser.parse_args()
     configs = args.configs.split(",")
     for config in configs:
