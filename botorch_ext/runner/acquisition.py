@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
 from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.acquisition.input_constructors import get_acqf_input_constructor
 from botorch.exceptions.warnings import OptimizationWarning
@@ -28,7 +27,7 @@ from botorch_ext.runner.initial_conditions import (
     INITIAL_CONDITIONS,
     bock_initial_conditions,
 )
-from botorch_ext.runner.options import MethodOptions, iteration_seed
+from botorch_ext.runner.options import MethodOptions, seeded_iteration
 from botorch_ext.runner.protocol import Proposal
 
 
@@ -127,57 +126,58 @@ def _propose(
 ) -> tuple[Tensor, SingleTaskGP, float]:
     # One call of an ``acquisition_method`` method: the candidates, the fitted
     # model and the seconds its fit took.
-    seed_i = iteration_seed(seed, train_X)
-    torch.manual_seed(seed_i)
-    tic = time.monotonic()
-    model = fit_model(
-        train_X,
-        train_Y,
-        options,
-        kernel=spec.kernel,
-        fully_bayesian=spec.fully_bayesian,
-        seed=seed_i,
-        initial_hyperparameters=initial_hyperparameters,
-    )
-    fit_seconds = time.monotonic() - tic
-    data = SupervisedDataset(
-        train_X,
-        train_Y,
-        feature_names=[f"x{i}" for i in range(train_X.shape[-1])],
-        outcome_names=["y"],
-    )
-    pairs = list(zip(bounds[0].tolist(), bounds[1].tolist(), strict=True))
-    constructor = get_acqf_input_constructor(spec.constructor_class or spec.acqf_class)
-    kwargs = constructor(
-        model=model,
-        training_data=data,
-        bounds=pairs,
-        **spec.constructor_kwargs,
-        **(spec.late_kwargs() if spec.late_kwargs is not None else {}),
-    )
-    acqf = spec.acqf_class(**kwargs)
-    kwargs = {"raw_samples": options.raw_samples, "sequential": spec.sequential}
-    if options.initial_conditions == "bock":
-        kwargs = {
-            "batch_initial_conditions": bock_initial_conditions(
-                acqf, bounds, q, train_X, train_Y, options, seed_i
+    with seeded_iteration(seed, train_X) as seed_i:
+        tic = time.monotonic()
+        model = fit_model(
+            train_X,
+            train_Y,
+            options,
+            kernel=spec.kernel,
+            fully_bayesian=spec.fully_bayesian,
+            seed=seed_i,
+            initial_hyperparameters=initial_hyperparameters,
+        )
+        fit_seconds = time.monotonic() - tic
+        data = SupervisedDataset(
+            train_X,
+            train_Y,
+            feature_names=[f"x{i}" for i in range(train_X.shape[-1])],
+            outcome_names=["y"],
+        )
+        pairs = list(zip(bounds[0].tolist(), bounds[1].tolist(), strict=True))
+        constructor = get_acqf_input_constructor(
+            spec.constructor_class or spec.acqf_class
+        )
+        kwargs = constructor(
+            model=model,
+            training_data=data,
+            bounds=pairs,
+            **spec.constructor_kwargs,
+            **(spec.late_kwargs() if spec.late_kwargs is not None else {}),
+        )
+        acqf = spec.acqf_class(**kwargs)
+        kwargs = {"raw_samples": options.raw_samples, "sequential": spec.sequential}
+        if options.initial_conditions == "bock":
+            kwargs = {
+                "batch_initial_conditions": bock_initial_conditions(
+                    acqf, bounds, q, train_X, train_Y, options, seed_i
+                )
+            }
+        elif options.initial_conditions != "botorch":
+            choices = ", ".join(INITIAL_CONDITIONS)
+            raise ValueError(
+                f"unknown initial conditions {options.initial_conditions!r}; "
+                f"choose from {choices}"
             )
-        }
-    elif options.initial_conditions != "botorch":
-        choices = ", ".join(INITIAL_CONDITIONS)
-        raise ValueError(
-            f"unknown initial conditions {options.initial_conditions!r}; "
-            f"choose from {choices}"
-        )
-    with warnings.catch_warnings():
-        # L-BFGS-B's occasional "ABNORMAL" line-search exits are retried by
-        # optimize_acqf itself; they are not worth a warning per iteration.
-        warnings.simplefilter("ignore", OptimizationWarning)
-        ignore_optimize_acqf_retry_warnings()
-        candidates, _ = optimize_acqf(
-            acqf, bounds=bounds, q=q, num_restarts=options.num_restarts, **kwargs
-        )
-    return candidates.detach(), model, fit_seconds
+        with warnings.catch_warnings():
+            # L-BFGS-B's occasional "ABNORMAL" line-search exits are retried by
+            # optimize_acqf itself; they are not worth a warning per iteration.
+            warnings.simplefilter("ignore", OptimizationWarning)
+            ignore_optimize_acqf_retry_warnings()
+            candidates, _ = optimize_acqf(
+                acqf, bounds=bounds, q=q, num_restarts=options.num_restarts, **kwargs
+            )
+        return candidates.detach(), model, fit_seconds
 
 
 class AcquisitionMethod:

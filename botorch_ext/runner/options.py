@@ -9,10 +9,14 @@ itself is in ``botorch_ext.runner.protocol``.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
+from botorch_ext.optim.utils import preserved_global_rng
 from botorch_ext.runner.aliases import deprecated_aliases
 
 #: ``Method`` (then a ``Callable`` alias, now the protocol) was here in 0.2.0.
@@ -55,7 +59,8 @@ def iteration_seed(seed: int, train_X: Tensor) -> int:
     repeats the iterations of an uncut one.
 
     Example:
-        >>> torch.manual_seed(iteration_seed(seed, train_X))
+        >>> with seeded_iteration(seed, train_X) as seed_i:
+        ...     model = fit_model(train_X, train_Y, options, seed=seed_i)
 
     Args:
         seed: The run's seed.
@@ -65,3 +70,30 @@ def iteration_seed(seed: int, train_X: Tensor) -> int:
         ``seed * 100003 + n``.
     """
     return seed * 100_003 + train_X.shape[0]
+
+
+@contextlib.contextmanager
+def seeded_iteration(seed: int, train_X: Tensor) -> Iterator[int]:
+    r"""One iteration of a run: torch's global stream seeded by ``iteration_seed``.
+
+    Inside, the global stream starts from ``iteration_seed(seed, train_X)`` (what
+    BoTorch draws from it, e.g. ``optimize_acqf``'s initial conditions, is then
+    the same in a resumed run); on exit the caller's stream is restored, so a
+    proposal made from a user's own code leaves their random state alone.
+
+    Example:
+        >>> with seeded_iteration(seed, train_X) as seed_i:
+        ...     candidates = propose(train_X, train_Y, seed_i)
+
+    Args:
+        seed: The run's seed.
+        train_X: The ``n x d`` points evaluated so far (its device's stream is
+            restored too).
+
+    Yields:
+        The iteration's seed.
+    """
+    seed_i = iteration_seed(seed, train_X)
+    with preserved_global_rng(train_X):
+        torch.manual_seed(seed_i)
+        yield seed_i

@@ -31,7 +31,7 @@ from botorch_ext.eulbo import (
 from botorch_ext.eulbo.model import MOVED_SETTINGS
 from botorch_ext.kernels.utils import kernel_lengthscale
 from botorch_ext.optim import ignore_optimize_acqf_retry_warnings
-from botorch_ext.runner.options import MethodOptions, iteration_seed
+from botorch_ext.runner.options import MethodOptions, seeded_iteration
 from botorch_ext.runner.protocol import Proposal
 from botorch_ext.runner.transforms import StandardizeOnce
 from botorch_ext.runner.turbo import TrustRegion, maximize_qlogei
@@ -221,70 +221,69 @@ class _SVGPRun(TrustRegion):
         seed: int,
         options: MethodOptions,
     ) -> Proposal:
-        seed_i = iteration_seed(seed, train_X)
-        torch.manual_seed(seed_i)
-        tic = time.monotonic()
-        if self.previous is None:
-            kernel_kwargs = {}
-            if self.kernel is not None:
-                kernel_kwargs["covar_module"] = self.kernel(train_X.shape[-1])
-            model = EULBOModel(
-                train_X,
-                train_Y,
-                num_inducing_points=options.num_inducing_points,
-                **self.model_kwargs,
-                **kernel_kwargs,
-            )
-        else:
-            model = self.previous.carry_over(train_X, train_Y)
-        settings = self.base_options.replace(
-            warm_start=dataclasses.replace(
-                self.base_options.warm_start,
-                num_restarts=options.num_restarts,
-                raw_samples=options.raw_samples,
-            )
-        )
-        self.options = settings
-        region = bounds
-        if self.turbo:
-            # The box's lengthscales come from the previous fit (or the prior's
-            # start at the first iteration), as in the TuRBO tutorial.
-            lengthscale = kernel_lengthscale(model.model.covar_module)
-            region = self._trust_region(train_X, train_Y, bounds, q, lengthscale)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", OptimizationWarning)
-            ignore_optimize_acqf_retry_warnings()
-            if self.utility is None:
-                fit_elbo(model, settings, self.objective, seed=seed_i)
-                fit_seconds = time.monotonic() - tic
-                candidates = maximize_qlogei(model, train_Y, region, q, options)
-            else:
-                # EULBO fits the SVGP jointly with the proposal: only setting up
-                # the model counts as fitting, the joint optimization as
-                # acquisition.
-                fit_seconds = time.monotonic() - tic
-                candidates, _ = optimize_eulbo(
-                    model,
-                    region,
-                    q=q,
-                    utility=self.utility,
-                    seed=seed_i,
-                    options=settings,
-                    objective=self.objective,
+        with seeded_iteration(seed, train_X) as seed_i:
+            tic = time.monotonic()
+            if self.previous is None:
+                kernel_kwargs = {}
+                if self.kernel is not None:
+                    kernel_kwargs["covar_module"] = self.kernel(train_X.shape[-1])
+                model = EULBOModel(
+                    train_X,
+                    train_Y,
+                    num_inducing_points=options.num_inducing_points,
+                    **self.model_kwargs,
+                    **kernel_kwargs,
                 )
-        diagnostics = model.diagnostics()
-        if self.utility is None and q == 1:
-            # The same utility term EULBO maximizes, for comparison in the logs.
-            with torch.no_grad():
-                diagnostics["utility"] = self.objective.expected_log_utility(
-                    model,
-                    candidates.detach().unsqueeze(0),
-                    num_quadrature_points=settings.utility.num_quadrature_points,
-                ).item()
-        self.previous = model
-        self.n_seen = train_Y.shape[0]
-        self.last_region = region
-        return Proposal(candidates.detach(), fit_seconds, diagnostics)
+            else:
+                model = self.previous.carry_over(train_X, train_Y)
+            settings = self.base_options.replace(
+                warm_start=dataclasses.replace(
+                    self.base_options.warm_start,
+                    num_restarts=options.num_restarts,
+                    raw_samples=options.raw_samples,
+                )
+            )
+            self.options = settings
+            region = bounds
+            if self.turbo:
+                # The box's lengthscales come from the previous fit (or the prior's
+                # start at the first iteration), as in the TuRBO tutorial.
+                lengthscale = kernel_lengthscale(model.model.covar_module)
+                region = self._trust_region(train_X, train_Y, bounds, q, lengthscale)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", OptimizationWarning)
+                ignore_optimize_acqf_retry_warnings()
+                if self.utility is None:
+                    fit_elbo(model, settings, self.objective, seed=seed_i)
+                    fit_seconds = time.monotonic() - tic
+                    candidates = maximize_qlogei(model, train_Y, region, q, options)
+                else:
+                    # EULBO fits the SVGP jointly with the proposal: only setting up
+                    # the model counts as fitting, the joint optimization as
+                    # acquisition.
+                    fit_seconds = time.monotonic() - tic
+                    candidates, _ = optimize_eulbo(
+                        model,
+                        region,
+                        q=q,
+                        utility=self.utility,
+                        seed=seed_i,
+                        options=settings,
+                        objective=self.objective,
+                    )
+            diagnostics = model.diagnostics()
+            if self.utility is None and q == 1:
+                # The same utility term EULBO maximizes, for comparison in the logs.
+                with torch.no_grad():
+                    diagnostics["utility"] = self.objective.expected_log_utility(
+                        model,
+                        candidates.detach().unsqueeze(0),
+                        num_quadrature_points=settings.utility.num_quadrature_points,
+                    ).item()
+            self.previous = model
+            self.n_seen = train_Y.shape[0]
+            self.last_region = region
+            return Proposal(candidates.detach(), fit_seconds, diagnostics)
 
 
 class _AuthorsSVGPRun(_SVGPRun):
@@ -307,62 +306,61 @@ class _AuthorsSVGPRun(_SVGPRun):
         seed: int,
         options: MethodOptions,
     ) -> Proposal:
-        seed_i = iteration_seed(seed, train_X)
-        torch.manual_seed(seed_i)
-        tic = time.monotonic()
-        if self.previous is None:
-            # Standardized once, by the initial design (all of it).
-            self.outcome_transform.train()
-            self.outcome_transform(train_Y)
-        X, Y = train_X[-AUTHORS_WINDOW:], train_Y[-AUTHORS_WINDOW:]
-        # The per-datum ELBO of the window, the incumbent over all the data.
-        objective = EULBO(elbo_scale="mean", incumbent=float(train_Y.max()))
-        self.objective = objective
-        if self.previous is None:
-            model = EULBOModel(
-                X,
-                Y,
-                num_inducing_points=options.num_inducing_points,
-                outcome_transform=self.outcome_transform,
-                covar_module=ScaleKernel(RBFKernel()).to(train_X),
-                likelihood=GaussianLikelihood().to(train_X),
-            )
-            # q(u) starts as in the authors' code: GPyTorch initializes it from
-            # the prior at the first training step (not at its optimum).
-            strategy = model.model.variational_strategy
-            strategy.variational_params_initialized.fill_(0)
-        else:
-            model = self.previous.carry_over(X, Y)
-        region = bounds
-        if self.turbo:
-            region = self._trust_region(train_X, train_Y, bounds, q, None)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", OptimizationWarning)
-            ignore_optimize_acqf_retry_warnings()
-            if self.utility is None:
-                fit_elbo(model, self.options, objective, seed=seed_i)
-                fit_seconds = time.monotonic() - tic
-                candidates = warm_start(
-                    model,
-                    region,
-                    q,
-                    seed_i,
-                    options=self.options,
-                    objective=objective,
+        with seeded_iteration(seed, train_X) as seed_i:
+            tic = time.monotonic()
+            if self.previous is None:
+                # Standardized once, by the initial design (all of it).
+                self.outcome_transform.train()
+                self.outcome_transform(train_Y)
+            X, Y = train_X[-AUTHORS_WINDOW:], train_Y[-AUTHORS_WINDOW:]
+            # The per-datum ELBO of the window, the incumbent over all the data.
+            objective = EULBO(elbo_scale="mean", incumbent=float(train_Y.max()))
+            self.objective = objective
+            if self.previous is None:
+                model = EULBOModel(
+                    X,
+                    Y,
+                    num_inducing_points=options.num_inducing_points,
+                    outcome_transform=self.outcome_transform,
+                    covar_module=ScaleKernel(RBFKernel()).to(train_X),
+                    likelihood=GaussianLikelihood().to(train_X),
                 )
+                # q(u) starts as in the authors' code: GPyTorch initializes it from
+                # the prior at the first training step (not at its optimum).
+                strategy = model.model.variational_strategy
+                strategy.variational_params_initialized.fill_(0)
             else:
-                fit_seconds = time.monotonic() - tic
-                candidates, _ = optimize_eulbo(
-                    model,
-                    region,
-                    q=q,
-                    utility=self.utility,
-                    seed=seed_i,
-                    options=self.options,
-                    objective=objective,
-                )
-        diagnostics = model.diagnostics()
-        self.previous = model
-        self.n_seen = train_Y.shape[0]
-        self.last_region = region
-        return Proposal(candidates.detach(), fit_seconds, diagnostics)
+                model = self.previous.carry_over(X, Y)
+            region = bounds
+            if self.turbo:
+                region = self._trust_region(train_X, train_Y, bounds, q, None)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", OptimizationWarning)
+                ignore_optimize_acqf_retry_warnings()
+                if self.utility is None:
+                    fit_elbo(model, self.options, objective, seed=seed_i)
+                    fit_seconds = time.monotonic() - tic
+                    candidates = warm_start(
+                        model,
+                        region,
+                        q,
+                        seed_i,
+                        options=self.options,
+                        objective=objective,
+                    )
+                else:
+                    fit_seconds = time.monotonic() - tic
+                    candidates, _ = optimize_eulbo(
+                        model,
+                        region,
+                        q=q,
+                        utility=self.utility,
+                        seed=seed_i,
+                        options=self.options,
+                        objective=objective,
+                    )
+            diagnostics = model.diagnostics()
+            self.previous = model
+            self.n_seen = train_Y.shape[0]
+            self.last_region = region
+            return Proposal(candidates.detach(), fit_seconds, diagnostics)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 import warnings
 
-import torch
 from botorch.acquisition.logei import qLogExpectedImprovement
 from botorch.exceptions.warnings import OptimizationWarning
 from botorch.models.model import Model
@@ -18,7 +17,7 @@ from torch import Tensor
 
 from botorch_ext.optim import TurboState, ignore_optimize_acqf_retry_warnings
 from botorch_ext.runner.fitting import fit_model, gp_diagnostics
-from botorch_ext.runner.options import MethodOptions, iteration_seed
+from botorch_ext.runner.options import MethodOptions, seeded_iteration
 from botorch_ext.runner.protocol import Proposal
 
 
@@ -136,18 +135,17 @@ class _TurboExactRun(TrustRegion):
         seed: int,
         options: MethodOptions,
     ) -> Proposal:
-        seed_i = iteration_seed(seed, train_X)
-        torch.manual_seed(seed_i)
-        tic = time.monotonic()
-        model = fit_model(train_X, train_Y, options)
-        fit_seconds = time.monotonic() - tic
-        region = self._trust_region(
-            train_X, train_Y, bounds, q, model.covar_module.lengthscale
-        )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", OptimizationWarning)
-            ignore_optimize_acqf_retry_warnings()
-            candidates = maximize_qlogei(model, train_Y, region, q, options)
-        self.n_seen = train_Y.shape[0]
-        self.last_region = region
-        return Proposal(candidates.detach(), fit_seconds, gp_diagnostics(model))
+        with seeded_iteration(seed, train_X):
+            tic = time.monotonic()
+            model = fit_model(train_X, train_Y, options)
+            fit_seconds = time.monotonic() - tic
+            region = self._trust_region(
+                train_X, train_Y, bounds, q, model.covar_module.lengthscale
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", OptimizationWarning)
+                ignore_optimize_acqf_retry_warnings()
+                candidates = maximize_qlogei(model, train_Y, region, q, options)
+            self.n_seen = train_Y.shape[0]
+            self.last_region = region
+            return Proposal(candidates.detach(), fit_seconds, gp_diagnostics(model))

@@ -156,6 +156,24 @@ class TestProtocol(BotorchTestCase):
         self.assertNotIn("no-flags", METHODS)
 
 
+class TestGlobalRandomStream(BotorchTestCase):
+    def test_a_proposal_leaves_the_callers_stream_and_ignores_it(self):
+        # Each proposal seeds torch's global stream from the run's seed and the
+        # data (so a resumed run repeats it) and restores the caller's on exit.
+        X, Y, bounds = _data(n=10)
+        for name in ("qlogei", "turbo", "elbo-svgp-authors", "eulbo-ei-authors"):
+            with self.subTest(method=name):
+                candidates = []
+                for caller_seed in (1, 2):
+                    torch.manual_seed(caller_seed)
+                    before = torch.get_rng_state()
+                    run = get_method(name).new_run()
+                    proposal = run.propose(X, Y, bounds, 1, 0, FAST)
+                    self.assertTrue(torch.equal(torch.get_rng_state(), before))
+                    candidates.append(proposal.candidates)
+                self.assertTrue(torch.equal(candidates[0], candidates[1]))
+
+
 class TestRow(BotorchTestCase):
     def _fields(self, **changes):
         fields = dict(
