@@ -19,6 +19,16 @@ Usage:
         [--exact-max-n 2000] [--device cuda] [--profile] \
         [--output benchmarks/eulbo/results/adam-fit/step_cost.csv]
 
+``--state PATH`` times instead one step of a real BO run: the runner's resume file
+``OUT/state/METHOD-sSEED.pt`` of a ``botorch-ext run``/``compare`` on the rover holds
+the method's carried run and its data; the step is that run's next proposal on the
+stored data (``--state-n`` keeps only the first points), repeated ``--repeats`` times,
+each in a fresh process. Its rows add the process's CPU seconds for the step
+(``step_cpu_s``), the clock to compare on a loaded machine, and a checksum of the
+batch (``candidates_sum``), so that two versions of the code can be checked to propose
+the same batch. The package is imported from ``PYTHONPATH``: set it to a checkout of
+another commit to time that commit's code on the same state.
+
 ``--profile`` runs the timed step under ``cProfile`` and prints its top functions by
 cumulative time (``--profile-top``, default 25) after each configuration's line; the
 profiler's overhead inflates that step's seconds, so profile and time in separate
@@ -107,6 +117,50 @@ def one(method: str, n: int, q: int, device: str = "cpu", profile_top: int = 0) 
     }
 
 
+def from_state(path: str, n: int | None, profile_top: int = 0) -> dict:
+    import torch
+
+    from botorch_ext.runner.options import MethodOptions
+    from botorch_ext.runner.problems import get_problem
+
+    sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
+    from common import OtherCPU, environment
+
+    torch.set_num_threads(1)
+    state = torch.load(path, weights_only=False)
+    X, Y, run = state["X"][:n], state["Y"][:n], state["method"]
+    bounds = get_problem("rover").bounds.to(X)
+    options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=100)
+    profiler = cProfile.Profile() if profile_top else None
+    with OtherCPU() as other:
+        t0, c0 = time.perf_counter(), time.process_time()
+        if profiler is not None:
+            profiler.enable()
+        proposal = run.propose(X, Y, bounds, 20, 0, options)
+        if profiler is not None:
+            profiler.disable()
+        step, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if profiler is not None:
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(
+            profile_top
+        )
+        print(text.getvalue(), file=sys.stderr)
+    import botorch_ext
+
+    return {
+        "state": os.path.basename(path),
+        "n": X.shape[0],
+        "code": os.path.dirname(os.path.dirname(botorch_ext.__file__)),
+        "step_s": round(step, 3),
+        "step_cpu_s": round(cpu, 3),
+        "fit_s": round(proposal.fit_seconds, 3),
+        "candidates_sum": proposal.candidates.sum().item(),
+        "other_cpu": str(other),
+        "environment": environment(),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ns", default="1000,2000,5000,10000")
@@ -127,14 +181,50 @@ def main() -> None:
         "--profile", action="store_true", help="cProfile the timed step"
     )
     parser.add_argument("--profile-top", type=int, default=25)
+    parser.add_argument(
+        "--state", help="a runner's resume file (OUT/state/*.pt): time its next step"
+    )
+    parser.add_argument("--state-n", type=int, help="keep the first N stored points")
+    parser.add_argument("--repeats", type=int, default=3, help="with --state")
     args = parser.parse_args()
+    top = args.profile_top if args.profile else 0
+    if args.state:
+        if args.one:
+            print(json.dumps(from_state(args.state, args.state_n, top)))
+            return
+        sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
+        from common import append_csv_row
+
+        worker = [sys.executable, __file__, "--one", "state", "--state", args.state]
+        worker += ["--state-n", str(args.state_n)] if args.state_n else []
+        worker += ["--profile", "--profile-top", str(top)] if top else []
+        for _ in range(args.repeats):
+            out = subprocess.run(
+                worker,
+                capture_output=True,
+                text=True,
+                env=os.environ | {"OMP_NUM_THREADS": "1"},
+            )
+            if out.returncode != 0:
+                print(f"step from {args.state} failed:\n{out.stderr[-2000:]}")
+                continue
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            append_csv_row(args.output, row)
+            print(
+                f"n={row['n']} step {row['step_s']} s, CPU {row['step_cpu_s']} s, "
+                f"fit {row['fit_s']} s, other CPU {row['other_cpu']}, "
+                f"code {row['code']}",
+                flush=True,
+            )
+            if top:
+                print(out.stderr, flush=True)
+        return
     if args.quick:
         args.ns, args.q, args.exact_max_n = "150,300", 4, 150
         # A smoke run never appends to the recorded results.
         args.output = os.path.join(tempfile.gettempdir(), "eulbo_step_cost_quick.csv")
     if args.one:
         method, n = args.one.split(":")
-        top = args.profile_top if args.profile else 0
         print(json.dumps(one(method, int(n), args.q, args.device, top)))
         return
     sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/

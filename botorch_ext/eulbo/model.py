@@ -44,11 +44,14 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 import torch
+from botorch.acquisition.objective import PosteriorTransform
 from botorch.models.approximate_gp import SingleTaskVariationalGP
 from botorch.models.model import Model
 from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.models.utils.inducing_point_allocators import InducingPointAllocator
+from botorch.posteriors import GPyTorchPosterior, Posterior
+from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import GaussianLikelihood
 from linear_operator.utils.cholesky import psd_safe_cholesky
@@ -56,6 +59,7 @@ from torch import Tensor
 from torch.nn import Parameter
 from torch.nn.modules.module import _IncompatibleKeys
 
+from botorch_ext.eulbo.predictive import dense_predictive, supports_dense_predictive
 from botorch_ext.eulbo.state import (
     check_training_data,
     floored_likelihood,
@@ -521,6 +525,65 @@ class EULBOModel(SingleTaskVariationalGP):
             else:
                 blocks["hyperparameters"].append(p)
         return blocks
+
+    def posterior(  # type: ignore[override]
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool = False,
+        posterior_transform: PosteriorTransform | None = None,
+    ) -> Posterior:
+        r"""The posterior at ``X``, computed in dense tensors where possible.
+
+        The same posterior as ``SingleTaskVariationalGP.posterior`` (the
+        latent GP's, or with ``observation_noise=True`` the Gaussian
+        likelihood's predictive, untransformed to the outcome scale), from
+        ``botorch_ext.eulbo.predictive.dense_predictive``: dense tensors, and
+        the terms that do not depend on ``X`` kept until the model's state
+        changes. Reason: an acquisition optimizer calls it hundreds of times
+        per BO step at a fixed state. Other cases (``output_indices``, a
+        non-Gaussian likelihood with ``observation_noise``, another
+        variational strategy) take BoTorch's path.
+
+        Example:
+            >>> post = model.posterior(X)  # X: batch x q x d
+            >>> post.mean.shape  # batch x q x 1
+
+        Args:
+            X: A ``batch x q x d`` tensor of inputs.
+            output_indices: Must be None (one output), as in BoTorch.
+            observation_noise: Whether to add the likelihood's noise.
+            posterior_transform: An optional ``PosteriorTransform``.
+
+        Returns:
+            A ``GPyTorchPosterior`` (or the ``posterior_transform``'s result).
+        """
+        gaussian = isinstance(self.likelihood, GaussianLikelihood)
+        if (
+            output_indices is not None
+            or not isinstance(observation_noise, bool)
+            or (observation_noise and not gaussian)
+            or not supports_dense_predictive(self)
+        ):
+            return super().posterior(
+                X,
+                output_indices=output_indices,
+                observation_noise=observation_noise,
+                posterior_transform=posterior_transform,
+            )
+        self.eval()
+        X = self.transform_inputs(X)
+        dist = dense_predictive(self, X)
+        if observation_noise:
+            noise = self.likelihood.noise.reshape(-1)[0]
+            eye = torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
+            dist = MultivariateNormal(dist.mean, dist.covariance_matrix + noise * eye)
+        posterior: Posterior = GPyTorchPosterior(distribution=dist)
+        if hasattr(self, "outcome_transform"):
+            posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
+        if posterior_transform is not None:
+            posterior = posterior_transform(posterior=posterior, X=X)
+        return posterior
 
     def diagnostics(self) -> dict[str, Any]:
         r"""The fitted state a BO loop should log at every step.
