@@ -18,6 +18,8 @@ data flows through them in a BO step:
 * ``options``: ``EULBOOptions``, the optimizer settings, grouped by concern.
 * ``fit`` (with ``adam`` and ``collapsed``): ``fit_elbo``, the ELBO fit.
 * ``joint``, ``joint_adam``, ``joint_epochs``: the joint phase's optimizers.
+* ``snapshot``: ``Snapshot``, the one way the fits and joint phases save a
+  state and restore it (rollback, best state, restart).
 * ``optimize``: ``optimize_eulbo``, one BO step (fit, warm start, joint phase).
 
 Carried state -> ``fit_elbo(model, options, objective)`` -> warm start

@@ -2,9 +2,10 @@ r"""Minibatch Adam pieces shared by the ELBO fit and the joint EULBO phases.
 
 Minibatches reshuffled every epoch (Appendix A of [Maus2024eulbo]_), the fixed
 check set of the ``"steps"`` stopping rule, one clipped w-step on the minibatch
-ELBO, and the three stopping rules' state: ``StoppingRule`` (``"steps"`` and
-``"epochs"``), ``FailureCount`` (``"failures"``, the authors' code) and
-``BestState`` (the parameters at the best check).
+ELBO, and the stopping rules' state: ``StoppingRule`` (``"steps"`` and
+``"epochs"``) and ``FailureCount`` (``"failures"``, the authors' code). The
+parameters at the best check are a ``botorch_ext.eulbo.snapshot.Snapshot``
+(``BestState`` here is its deprecated former name).
 
 References:
     .. [Maus2024eulbo]
@@ -15,6 +16,7 @@ References:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterator
 
 import torch
@@ -22,6 +24,7 @@ from torch import Tensor
 
 from botorch_ext.eulbo.model import EULBOModel
 from botorch_ext.eulbo.objective import EULBO
+from botorch_ext.eulbo.snapshot import Snapshot
 
 
 class StoppingRule:
@@ -230,18 +233,15 @@ class FailureCount:
         return self.failures >= self.patience
 
 
-class BestState:
-    r"""The parameters at the best check of a fit, to end the fit there.
+class BestState(Snapshot):
+    r"""Deprecated: ``Snapshot(params, value)`` (``botorch_ext.eulbo.snapshot``).
 
-    Reason: minibatch Adam started from a good state (a carried-over ``w``
-    after a joint phase, a converged fit) first moves away from it; a fit
-    that stops because its check value stopped improving would otherwise
-    return a state below the one it started from.
+    The parameters at the best check of a fit, with the signature of 0.2.0
+    (``offer`` and ``restore`` take the parameters again). Warns with a
+    ``DeprecationWarning``; goes in the next release.
 
     Example:
-        >>> best = BestState(params, check_value)
-        >>> best.offer(params, new_check_value)  # after some steps
-        >>> value = best.restore(params)
+        >>> best = Snapshot(params, check_value)  # not BestState(params, ...)
 
     Args:
         params: The parameters being fitted.
@@ -249,19 +249,22 @@ class BestState:
     """
 
     def __init__(self, params: list[Tensor], value: float) -> None:
-        r"""Save ``params`` as the best so far."""
-        self.value = value
-        self.saved = [p.detach().clone() for p in params]
+        r"""Save ``params`` as the best so far (and warn)."""
+        warnings.warn(
+            "botorch_ext.eulbo.adam.BestState is deprecated and goes in the next "
+            "release; use botorch_ext.eulbo.snapshot.Snapshot(params, value).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(params, value)
 
-    def offer(self, params: list[Tensor], value: float) -> None:
+    def offer(  # type: ignore[override]
+        self, params: list[Tensor], value: float
+    ) -> bool:
         r"""Save ``params`` if ``value`` beats the best so far."""
-        if value > self.value:
-            self.value = value
-            self.saved = [p.detach().clone() for p in params]
+        return super().offer(value)
 
-    def restore(self, params: list[Tensor]) -> float:
+    def restore(self, params: list[Tensor]) -> float:  # type: ignore[override]
         r"""Copy the best parameters back into ``params``; return their value."""
-        with torch.no_grad():
-            for p, saved in zip(params, self.saved, strict=True):
-                p.copy_(saved)
+        super().restore()
         return self.value

@@ -33,6 +33,7 @@ from torch import Tensor
 
 from botorch_ext.eulbo.adam import w_parameters
 from botorch_ext.eulbo.model import EULBOModel
+from botorch_ext.eulbo.snapshot import Snapshot
 
 
 def collapsed_elbo(model: EULBOModel, rows: Tensor | None = None) -> Tensor:
@@ -206,7 +207,7 @@ def fit_elbo_collapsed(
             Z.copy_(model.train_X_full)
         skip |= {id(p) for p in blocks["inducing_points"]}
     params = [p for p in w_parameters(model) if id(p) not in skip]
-    start = [p.detach().clone() for p in params]
+    start = Snapshot(params)
     value, failed, steps, success = math.nan, None, 0, True
     try:
         if exact:
@@ -222,9 +223,7 @@ def fit_elbo_collapsed(
         failed = str(e)
     if not math.isfinite(value):
         # Keep the state the fit started from rather than a broken one.
-        with torch.no_grad():
-            for p, p0 in zip(params, start, strict=True):
-                p.copy_(p0)
+        start.restore()
         model.set_optimal_variational_distribution()
         with torch.no_grad():
             value = collapsed_elbo(model).item()

@@ -35,7 +35,6 @@ import torch
 from torch import Tensor
 
 from botorch_ext.eulbo.adam import (
-    BestState,
     FailureCount,
     StoppingRule,
     check_elbo,
@@ -49,6 +48,7 @@ from botorch_ext.eulbo.collapsed import fit_elbo_collapsed
 from botorch_ext.eulbo.model import EULBOModel
 from botorch_ext.eulbo.objective import EULBO
 from botorch_ext.eulbo.options import EULBOOptions
+from botorch_ext.eulbo.snapshot import Snapshot
 from botorch_ext.optim.utils import preserved_global_rng
 
 
@@ -116,7 +116,8 @@ def fit_elbo(
     ``objective`` (its ``elbo_scale``); stops by
     ``options.stopping.convergence`` (see ``EULBOOptions``). With the
     ``"steps"`` rule the fit ends at the parameters of its best check
-    (``BestState``), so never below its start on the check set.
+    (a ``Snapshot`` of the parameters), so never below its start on the check
+    set.
     ``model.last_fit`` records the number of steps, the final per-datum ELBO
     and whether the stopping rule (not the budget) ended the fit. The model is
     left in eval mode. With ``options.elbo.epochs`` it runs exactly that many
@@ -267,13 +268,16 @@ class _AdamFit:
         stream = minibatch_stream(model, self.options.adam.batch_size, self.gen)
         value = self.per_datum(check_elbo(model, self.objective, check).item())
         self.rule.update(value)
-        best = BestState(params, value)
+        best = Snapshot(params, value)
+        converged = False
         while steps < stopping.max_steps:
             for _ in range(min(stopping.check_every, stopping.max_steps - steps)):
                 self.step(next(stream))
                 steps += 1
             value = self.per_datum(check_elbo(model, self.objective, check).item())
-            best.offer(params, value)
+            best.offer(value)
             if self.rule.update(value):
-                return steps, True, best.restore(params)
-        return steps, False, best.restore(params)
+                converged = True
+                break
+        best.restore()
+        return steps, converged, best.value

@@ -23,7 +23,6 @@ References:
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from botorch_ext.eulbo.options import (
     joint_iterations,
     joint_parameter_blocks,
 )
+from botorch_ext.eulbo.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -189,8 +189,8 @@ def lbfgs_joint_phase(problem: JointProblem, x0: Tensor) -> tuple[Tensor, Tensor
     unit = ((x0 - lower) / span).clamp(0.0, 1.0).clone().requires_grad_(True)
     w_params = joint_parameters(model, problem.options)
     tensors = {"x": unit} | {f"w{i}": p for i, p in enumerate(w_params)}
-    start_state = copy.deepcopy(model.state_dict())
-    w_start = [p.detach().clone() for p in w_params]
+    start = Snapshot(model)
+    w_start = Snapshot(w_params)
     model.train()
 
     def full_value(X: Tensor) -> float:
@@ -234,14 +234,9 @@ def lbfgs_joint_phase(problem: JointProblem, x0: Tensor) -> tuple[Tensor, Tensor
         )
     rolled_back = diverged or not exceeds(value, warm_value, x0.dtype)
     if rolled_back:
-        model.load_state_dict(start_state)
+        start.restore()
         candidates, value = x0, warm_value
-    w_moved = math.sqrt(
-        sum(
-            float((p.detach() - p0).pow(2).sum())
-            for p, p0 in zip(w_params, w_start, strict=True)
-        )
-    )
+    w_moved = w_start.distance()
     model.eval()
     return finish_joint_phase(
         problem,

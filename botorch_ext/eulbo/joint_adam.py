@@ -14,7 +14,6 @@ References:
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from collections.abc import Iterator
@@ -37,6 +36,7 @@ from botorch_ext.eulbo.joint import (
     finish_joint_phase,
     joint_parameters,
 )
+from botorch_ext.eulbo.snapshot import Snapshot
 
 
 class _AdamJointPhase:
@@ -158,8 +158,8 @@ def adam_joint_phase(
     warm_utility = problem.utility_value(x0)
     # The returned state is the best EULBO seen at a round's end, starting
     # from the warm start: minibatch Adam is not monotone.
-    best_state = copy.deepcopy(model.state_dict())
-    best_x, best_value = x0.clone(), warm_value
+    best = Snapshot(model, warm_value)
+    best_x = x0.clone()
     rule = StoppingRule(stopping.patience, stopping.tol)
     rule.update(problem.objective.per_datum(model, warm_value))
     diverged, trace, steps = False, [warm_value], 0
@@ -175,15 +175,14 @@ def adam_joint_phase(
         if not math.isfinite(value) or not bool(torch.isfinite(phase.x).all()):
             diverged = True
             break
-        if exceeds(value, best_value, x0.dtype):
-            best_state = copy.deepcopy(model.state_dict())
-            best_x, best_value = phase.x.detach().clone(), value
+        if best.offer(value, lambda v, b: exceeds(v, b, x0.dtype)):
+            best_x = phase.x.detach().clone()
         if rule.update(problem.objective.per_datum(model, value)):
             break
-    model.load_state_dict(best_state)
+    best.restore()
     candidates = best_x
     if diverged:
-        # best_state is finite by construction; the candidates fall back to
+        # The best state is finite by construction; the candidates fall back to
         # the warm start, whose EULBO is known to be finite.
         candidates = x0
         warnings.warn(

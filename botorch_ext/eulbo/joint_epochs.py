@@ -32,7 +32,6 @@ References:
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 
@@ -46,6 +45,7 @@ from botorch_ext.eulbo.joint import (
     finish_joint_phase,
     joint_parameters,
 )
+from botorch_ext.eulbo.snapshot import Snapshot
 
 
 def epoch_joint_phase(
@@ -73,7 +73,7 @@ def epoch_joint_phase(
     warm_value = problem.eulbo(x0).item()
     warm_utility = problem.utility_value(x0)
     warm_noise = float(model.likelihood.noise.detach().reshape(-1)[0])
-    start_state = copy.deepcopy(model.state_dict())
+    start = Snapshot(model)
     lr_w, lr_x = options.adam.lr_w, options.adam.lr_x
     candidates, epochs, attempts = None, 0, 0
     while candidates is None and attempts <= options.joint.retries:
@@ -81,7 +81,7 @@ def epoch_joint_phase(
         candidates, epochs = _alternating_epochs(problem, x0, gen, lr_w, lr_x)
         if candidates is not None:
             break
-        model.load_state_dict(start_state)
+        start.restore()
         lr_w, lr_x = lr_w / 10, lr_x / 10
     diverged = candidates is None
     if candidates is None:

@@ -110,7 +110,9 @@ class ELBOFitOptions:
         >>> ELBOFitOptions(optimizer="adam")
 
     Args:
-        optimizer: ``"auto"``, ``"adam"`` or ``"lbfgs"``, see above.
+        optimizer: ``"auto"``, ``"adam"`` or ``"lbfgs"``, see above. Kept:
+            ``"lbfgs"`` (all the data above ``lbfgs_max_n`` too) reproduces the
+            published ``large_n_fit.py`` rows and the ``*-lbfgs`` ablations.
         lbfgs_max_iter: Iteration budget of the L-BFGS ELBO fit.
         epochs: With ``"adam"``: exactly this many epochs, no stopping rule (the
             authors' code's 10-epoch warm start of the EULBO arm); None (the
@@ -306,7 +308,8 @@ class JointOptions:
         parameters: Blocks of ``w`` the joint phase refines: ``"all"``
             (Algorithm 1) or one or several of ``JOINT_PARAMETER_BLOCKS`` (the
             refinement ablation of Figure 3); the others keep the ELBO fit's
-            values.
+            values. Kept: the published m-sweep's ``@vi`` rows
+            (``benchmarks/eulbo/msweep.py``) and ``joint_phase.py`` need it.
         max_iter: L-BFGS-B iteration budget while ``n <= lbfgs_max_n``.
         retries: ``"adam-epochs"``: restarts with step sizes divided by 10 after
             a non-finite gradient (the authors' code makes 8 attempts in all).

@@ -15,14 +15,14 @@ output directory holding results is refused unless ``--resume`` (continue it) or
 (``n_init``); they are reported here as flags (``--n-init``).
 
 This module parses and validates; what each subcommand then does is in
-``botorch_ext.runner.commands``. ``botorch-ext`` and ``python -m botorch_ext``
-reach ``main`` through ``botorch_ext.console``.
+``botorch_ext.runner.commands``; how a library error's argument names are written
+as flags, in ``botorch_ext.runner.errors``. ``botorch-ext`` and ``python -m
+botorch_ext`` reach ``main`` through ``botorch_ext.console``.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -42,7 +42,7 @@ from botorch_ext.runner.commands import (
     summary_command,
 )
 from botorch_ext.runner.compare import BACKENDS
-from botorch_ext.runner.errors import ArgumentError
+from botorch_ext.runner.errors import ArgumentError, flag_message
 from botorch_ext.runner.evaluation import ON_ERROR, EvaluationFailed, FaultPolicy
 from botorch_ext.runner.initial_conditions import INITIAL_CONDITIONS
 from botorch_ext.runner.loop import INITS, RunConfig
@@ -50,40 +50,6 @@ from botorch_ext.runner.methods import get_method
 from botorch_ext.runner.options import MethodOptions
 from botorch_ext.runner.problems import PROBLEMS, get_problem
 from botorch_ext.runner.transforms import OUTCOME_TRANSFORMS
-
-#: The flag of each argument name the library's ``ArgumentError`` uses.
-FLAGS = {
-    "q": "--q",
-    "n_init": "--n-init",
-    "budget": "--budget",
-    "init": "--init",
-    "options.outcome_transform": "--outcome-transform",
-    "options.initial_conditions": "--initial-conditions",
-    "options.num_inducing_points": "--num-inducing-points",
-    "threads": "--threads",
-    "workers": "--workers",
-    "backend": "--backend",
-    "scheduler": "--scheduler",
-    "on_error": "--on-error",
-    "eval_timeout": "--eval-timeout",
-    "dim": "--dim",
-}
-
-
-def flag_message(message: str) -> str:
-    r"""A library error message with its argument names written as flags.
-
-    ``n_init must be >= 1`` -> ``--n-init must be >= 1`` and
-    ``outcome_transform='standardize'`` -> ``--outcome-transform standardize``.
-    """
-    names = "|".join(re.escape(n) for n in sorted(FLAGS, key=len, reverse=True))
-    pattern = rf"(?<![\w.-])({names})(?:='([^']*)')?(?!\w)"
-
-    def flag(match: re.Match[str]) -> str:
-        value = match.group(2)
-        return FLAGS[match.group(1)] + ("" if value is None else f" {value}")
-
-    return re.sub(pattern, flag, message)
 
 
 class _Parser(argparse.ArgumentParser):

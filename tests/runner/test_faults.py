@@ -17,9 +17,9 @@ import torch
 from botorch.utils.testing import BotorchTestCase
 
 from botorch_ext.runner import loop
-from botorch_ext.runner.cli import flag_message, resume_command
+from botorch_ext.runner.cli import resume_command
 from botorch_ext.runner.compare import format_summary, summarize
-from botorch_ext.runner.errors import ArgumentError
+from botorch_ext.runner.errors import ArgumentError, flag_message
 from botorch_ext.runner.evaluation import (
     EvaluationFailed,
     Evaluator,
