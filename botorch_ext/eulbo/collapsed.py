@@ -6,13 +6,13 @@ hyperparameters only. ``fit_elbo_collapsed`` maximizes it by L-BFGS and then
 sets ``q(u)`` to its closed-form optimum; it is the default ELBO fit
 (``botorch_ext.eulbo.fit.fit_elbo`` with ``elbo.optimizer="auto"``).
 
-Two L-BFGS drivers, on purpose: PyTorch's ``torch.optim.LBFGS`` with a strong
-Wolfe line search (``n > m``: inducing points and hyperparameters) and BoTorch's
-SciPy L-BFGS-B driver, as ``fit_gpytorch_mll`` uses it (``n <= m``: ``Z = X``
-fixed, the exact GP's hyperparameters). Reason for keeping both: one driver for
-both cases changes the fitted states, and with them the proposals of every
-benchmark published from this code; the SciPy driver is the cheaper one for the
-few parameters of the exact fit.
+One L-BFGS driver, the package's only one: BoTorch's SciPy L-BFGS-B
+(``scipy_minimize``, as ``fit_gpytorch_mll`` and the joint phase use it), for
+``n > m`` (inducing points and hyperparameters) and for ``n <= m`` (``Z = X``
+fixed, the exact GP's hyperparameters). Reason: one driver and one stopping
+rule, BoTorch's; an iteration of it costs about half of one of PyTorch's
+``LBFGS`` with a strong Wolfe line search, which this fit used for ``n > m``
+until 0.2.0 (benchmarks/eulbo/README.md, "One L-BFGS driver").
 
 References:
     .. [Titsias2009]
@@ -87,53 +87,27 @@ def collapsed_elbo(model: EULBOModel, rows: Tensor | None = None) -> Tensor:
     return cast(Tensor, (total + log_prior) / n)
 
 
-def _exact_hyperparameter_search(
-    model: EULBOModel, params: list[Tensor], max_iter: int
+def _lbfgs_search(
+    model: EULBOModel, params: list[Tensor], max_iter: int, rows: Tensor | None
 ) -> tuple[int, bool]:
-    r"""L-BFGS-B (SciPy, as ``fit_gpytorch_mll``) on the exact bound.
+    r"""L-BFGS-B (BoTorch's SciPy driver, as ``fit_gpytorch_mll``) on the bound.
 
     Returns its iterations and whether SciPy reported success (a trial point
-    where the bound is not finite ends the search early, at the last finite one).
-
-    Reason: with ``Z = X`` the search is the exact GP's hyperparameter fit, which
-    BoTorch's SciPy driver does in few iterations and without the first-use cost
-    of ``torch.optim``.
+    where the bound is not finite ends the search early, at the last finite
+    one). SciPy's default stopping rule (relative decrease ``ftol`` and
+    projected gradient ``gtol``), as in ``fit_gpytorch_mll``.
     """
 
     def closure() -> tuple[Tensor, list[Tensor | None]]:
         for p in params:
             p.grad = None
-        loss = -collapsed_elbo(model)
+        loss = -collapsed_elbo(model, rows)
         loss.backward()
         return loss.detach(), [p.grad for p in params]
 
     tensors = {f"w{i}": p for i, p in enumerate(params)}
     result = scipy_minimize(closure, tensors, options={"maxiter": max_iter})
     return result.step, result.status == OptimizationStatus.SUCCESS
-
-
-def _lbfgs_search(
-    model: EULBOModel, params: list[Tensor], max_iter: int, rows: Tensor | None
-) -> int:
-    r"""PyTorch's L-BFGS (strong Wolfe) on the collapsed bound; its iterations."""
-    opt = torch.optim.LBFGS(
-        params,
-        lr=1.0,
-        max_iter=max_iter,
-        history_size=20,
-        line_search_fn="strong_wolfe",
-        tolerance_grad=1e-6,
-        tolerance_change=1e-9,
-    )
-
-    def closure() -> Tensor:
-        opt.zero_grad()
-        loss = -collapsed_elbo(model, rows)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return int(opt.state[params[0]].get("n_iter", 0))
 
 
 def holds_every_input(model: EULBOModel, rows: Tensor | None = None) -> bool:
@@ -160,12 +134,13 @@ def fit_elbo_collapsed(
     r"""Fit an ``EULBOModel`` by its ELBO to convergence: L-BFGS on the collapsed bound.
 
     Maximizes ``collapsed_elbo`` (the ELBO with ``q(u)`` at its optimum) over
-    the inducing points and hyperparameters by full-batch L-BFGS with a strong
-    Wolfe line search, from the model's current state, then sets ``q(u)`` to
-    its closed-form optimum (``set_optimal_variational_distribution``). The
-    optimum is the ELBO's optimum over all of ``w``, the objective of
-    ``fit_elbo``, reached without minibatch noise and without ``q(u)``'s
-    ``O(m^2)`` parameters in the search. Each iteration costs ``O(n m^2)``.
+    the inducing points and hyperparameters by full-batch L-BFGS-B (BoTorch's
+    ``scipy_minimize``, SciPy's stopping rule), from the model's current
+    state, then sets ``q(u)`` to its closed-form optimum
+    (``set_optimal_variational_distribution``). The optimum is the ELBO's
+    optimum over all of ``w``, the objective of ``fit_elbo``, reached without
+    minibatch noise and without ``q(u)``'s ``O(m^2)`` parameters in the
+    search. Each iteration costs ``O(n m^2)``.
     With ``rows`` the search maximizes the bound of those points only (an
     iteration then costs ``O(|rows| m^2)``); ``q(u)`` is still set to the
     optimum of all the data. Where the model has an inducing point per input
@@ -210,10 +185,7 @@ def fit_elbo_collapsed(
     start = Snapshot(params)
     value, failed, steps, success = math.nan, None, 0, True
     try:
-        if exact:
-            steps, success = _exact_hyperparameter_search(model, params, max_iter)
-        else:
-            steps = _lbfgs_search(model, params, max_iter, rows)
+        steps, success = _lbfgs_search(model, params, max_iter, rows)
         model.set_optimal_variational_distribution()
         with torch.no_grad():
             value = collapsed_elbo(model).item()

@@ -10,9 +10,8 @@ By default (``EULBOOptions.elbo.optimizer="auto"``) ``fit_elbo`` is
 the collapsed bound, the ELBO with ``q(u)`` at its closed-form optimum
 [Titsias2009]_, on all the data while ``n <= lbfgs_max_n`` and on
 ``lbfgs_max_n`` points drawn at random above (``lbfgs_rows``), then the
-closed-form ``q(u)`` of all the data. That module keeps two L-BFGS drivers
-(PyTorch's for ``n > m``, SciPy's for ``n <= m``) on purpose: unifying them
-changes the fitted states and with them the proposals. With ``"adam"``: Adam
+closed-form ``q(u)`` of all the data, by BoTorch's SciPy L-BFGS-B driver (the
+package's only L-BFGS driver). With ``"adam"``: Adam
 steps on minibatch ELBOs (``botorch_ext.eulbo.adam.w_step``, gradient norm
 clipped), every round (``stopping.check_every`` steps, or one epoch) the
 objective on a fixed check set (or the epoch's mean), then a stopping rule.

@@ -83,7 +83,10 @@ class TestFitELBO(BotorchTestCase):
             returned = fit_elbo(model, options, seed=0)
             self.assertGreater(model.last_fit["steps"], 0)
             self.assertGreaterEqual(value(), before - 1e-6)
-            self.assertAlmostEqual(returned, value(), places=5)
+            # The returned value is the restored state's (up to the rounding of
+            # a sum over the check set).
+            tol = 2**10 * torch.finfo(dtype).eps * max(1.0, abs(value()))
+            self.assertLessEqual(abs(returned - value()), tol)
             # From a poor start (the prior's hyperparameters, closed-form
             # q(u)) the same fit makes progress and keeps it.
             fresh = EULBOModel(X, Y, num_inducing_points=10)
@@ -397,7 +400,7 @@ class TestCollapsedELBO(BotorchTestCase):
         X, Y = _data(n=30)
         cases = [(f, m) for f in ("raise", "nan-error", "nan") for m in (10, 30)]
         for failure, m in cases:
-            # m = 30 = n: the exact path (Z = X, SciPy's L-BFGS-B).
+            # m = 30 = n: the exact path (Z = X); both by SciPy's L-BFGS-B.
             model = EULBOModel(X, Y, num_inducing_points=m, covar_module=ard(2))
             before = {k: v.clone() for k, v in model.state_dict().items()}
             calls = {"n": 0}
@@ -414,7 +417,7 @@ class TestCollapsedELBO(BotorchTestCase):
                 return value
 
             with mock.patch("botorch_ext.eulbo.collapsed.collapsed_elbo", flaky):
-                if m == 30 and failure != "raise":
+                if failure != "raise":
                     # SciPy's line search steps back from a non-finite trial
                     # point and stops there: a finite state, not converged.
                     value = fit_elbo_collapsed(model, max_iter=2)
