@@ -167,11 +167,16 @@ class TestStructure(unittest.TestCase):
     def test_the_eulbo_model_imports_none_of_its_fits(self):
         # The model holds data, state and posterior; the objective, options,
         # fits and joint phases take it as an argument and are never imported
-        # by it (no callbacks).
+        # by it (no callbacks). It imports how it starts (state) and its
+        # posterior's arithmetic (predictive), which import no EULBO module.
         graph = import_graph(package_modules())
         own = {t for t in graph["botorch_ext.eulbo.model"] if "eulbo" in t}
-        self.assertEqual(own, {"botorch_ext.eulbo.state"})
-        self.assertFalse({t for t in graph["botorch_ext.eulbo.state"] if "eulbo" in t})
+        self.assertEqual(
+            own, {"botorch_ext.eulbo.state", "botorch_ext.eulbo.predictive"}
+        )
+        for lower in ("state", "predictive"):
+            imported = graph[f"botorch_ext.eulbo.{lower}"]
+            self.assertFalse({t for t in imported if "eulbo" in t})
 
     def test_the_eulbo_lives_in_its_home(self):
         # Nothing below the EULBO's home (models/, optim/, acquisition/) imports

@@ -155,6 +155,8 @@ def from_state(path: str, n: int | None, profile_top: int = 0) -> dict:
         "step_s": round(step, 3),
         "step_cpu_s": round(cpu, 3),
         "fit_s": round(proposal.fit_seconds, 3),
+        "fit_steps": proposal.diagnostics.get("fit_steps"),
+        "fit_elbo": proposal.diagnostics.get("elbo"),
         "candidates_sum": proposal.candidates.sum().item(),
         "other_cpu": str(other),
         "environment": environment(),
@@ -212,7 +214,8 @@ def main() -> None:
             append_csv_row(args.output, row)
             print(
                 f"n={row['n']} step {row['step_s']} s, CPU {row['step_cpu_s']} s, "
-                f"fit {row['fit_s']} s, other CPU {row['other_cpu']}, "
+                f"fit {row['fit_s']} s ({row['fit_steps']} steps, ELBO "
+                f"{row['fit_elbo']}), other CPU {row['other_cpu']}, "
                 f"code {row['code']}",
                 flush=True,
             )

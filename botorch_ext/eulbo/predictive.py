@@ -33,16 +33,14 @@ Example:
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import torch
+from botorch.models.approximate_gp import SingleTaskVariationalGP
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.variational import VariationalStrategy
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
-
-if TYPE_CHECKING:
-    from botorch_ext.eulbo.model import EULBOModel
 
 
 class _Terms(NamedTuple):
@@ -52,10 +50,12 @@ class _Terms(NamedTuple):
     B: Tensor
 
 
-_TERMS: weakref.WeakKeyDictionary[EULBOModel, _Terms] = weakref.WeakKeyDictionary()
+_TERMS: weakref.WeakKeyDictionary[SingleTaskVariationalGP, _Terms] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def supports_dense_predictive(model: EULBOModel) -> bool:
+def supports_dense_predictive(model: SingleTaskVariationalGP) -> bool:
     r"""Whether ``dense_predictive`` applies to ``model`` in its current state.
 
     True for a single-output model with GPyTorch's whitened
@@ -71,12 +71,14 @@ def supports_dense_predictive(model: EULBOModel) -> bool:
     )
 
 
-def _state_key(model: EULBOModel) -> tuple[tuple[int, int, torch.dtype], ...]:
+def _state_key(
+    model: SingleTaskVariationalGP,
+) -> tuple[tuple[int, int, torch.dtype], ...]:
     tensors = [*model.parameters(), *model.buffers()]
     return tuple((t.data_ptr(), t._version, t.dtype) for t in tensors)
 
 
-def _terms(model: EULBOModel) -> tuple[Tensor, Tensor]:
+def _terms(model: SingleTaskVariationalGP) -> tuple[Tensor, Tensor]:
     r"""``a = L^{-T} m`` and ``B = L^{-T} (S - I) L^{-1}``, recomputed on a change."""
     key, grad = _state_key(model), torch.is_grad_enabled()
     kept = _TERMS.get(model)
@@ -95,7 +97,7 @@ def _terms(model: EULBOModel) -> tuple[Tensor, Tensor]:
     return a, B
 
 
-def dense_predictive(model: EULBOModel, X: Tensor) -> MultivariateNormal:
+def dense_predictive(model: SingleTaskVariationalGP, X: Tensor) -> MultivariateNormal:
     r"""The latent predictive distribution of ``model`` at ``X`` (model space).
 
     The same distribution as ``model.model(X)`` in eval mode, computed in
@@ -103,7 +105,8 @@ def dense_predictive(model: EULBOModel, X: Tensor) -> MultivariateNormal:
     calls (module docstring).
 
     Args:
-        model: An ``EULBOModel`` for which ``supports_dense_predictive`` holds.
+        model: An ``EULBOModel`` (a BoTorch ``SingleTaskVariationalGP``) for
+            which ``supports_dense_predictive`` holds.
         X: A ``batch x q x d`` tensor of inputs, already input-transformed.
 
     Returns:
