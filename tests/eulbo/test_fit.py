@@ -197,6 +197,21 @@ class TestCollapsedELBO(BotorchTestCase):
         model.set_optimal_variational_distribution()
         return model
 
+    def test_max_iter_caps_the_search(self):
+        # Both paths (n > m: Z and hyperparameters; n <= m: the exact fit) stop
+        # at the iteration budget, and a capped fit does not call itself
+        # converged.
+        for dtype in (torch.float, torch.double):
+            for m in (15, 50):
+                with self.subTest(dtype=dtype, m=m):
+                    model = self._model(dtype, m=m)
+                    fit_elbo_collapsed(model, max_iter=2)
+                    self.assertEqual(model.last_fit["steps"], 2)
+                    self.assertFalse(model.last_fit["converged"])
+                    fit_elbo_collapsed(model, max_iter=500)
+                    self.assertLess(model.last_fit["steps"], 500)
+                    self.assertTrue(model.last_fit["converged"])
+
     def test_equals_the_uncollapsed_elbo_at_the_optimal_q(self):
         for dtype in (torch.float, torch.double):
             model = self._model(dtype)
