@@ -10,9 +10,9 @@ One L-BFGS driver, the package's only one: BoTorch's SciPy L-BFGS-B
 (``scipy_minimize``, as ``fit_gpytorch_mll`` and the joint phase use it), for
 ``n > m`` (inducing points and hyperparameters) and for ``n <= m`` (``Z = X``
 fixed, the exact GP's hyperparameters). Reason: one driver and one stopping
-rule, BoTorch's; an iteration of it costs about half of one of PyTorch's
-``LBFGS`` with a strong Wolfe line search, which this fit used for ``n > m``
-until 0.2.0 (benchmarks/eulbo/README.md, "One L-BFGS driver").
+rule, BoTorch's, for every L-BFGS search of the package; against PyTorch's
+``LBFGS`` with a strong Wolfe line search it left the BO results level and its
+iterations cost no more (benchmarks/eulbo/README.md, "One L-BFGS driver").
 
 References:
     .. [Titsias2009]
