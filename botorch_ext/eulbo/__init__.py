@@ -10,13 +10,16 @@ data flows through them in a BO step:
 
 * ``model``: ``EULBOModel``, the SVGP (data, state ``w``, posterior, carry-over
   to the next step); it holds no fit settings and imports nothing below.
+* ``predictive``: the arithmetic of the model's posterior (dense tensors, the
+  terms that do not depend on the inputs kept until the state changes).
 * ``objective``: ``EULBO``, the objective as an object that holds its ELBO
   scale, utility weight and incumbent, as GPyTorch's ``VariationalELBO`` holds
   ``num_data`` and ``beta``.
 * ``utilities``: the expected log utilities (soft improvement, one-shot soft
   KG) that the objective adds to the ELBO.
 * ``options``: ``EULBOOptions``, the optimizer settings, grouped by concern.
-* ``fit`` (with ``adam`` and ``collapsed``): ``fit_elbo``, the ELBO fit.
+* ``fit`` (with ``adam`` and ``collapsed``): ``fit_elbo``, the ELBO fit, by
+  BoTorch's SciPy L-BFGS-B (the package's one L-BFGS driver) or Adam.
 * ``joint``, ``joint_adam``, ``joint_epochs``: the joint phase's optimizers.
 * ``snapshot``: ``Snapshot``, the one way the fits and joint phases save a
   state and restore it (rollback, best state, restart).
