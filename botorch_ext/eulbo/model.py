@@ -54,6 +54,7 @@ from botorch.posteriors import GPyTorchPosterior, Posterior
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import GaussianLikelihood
+from linear_operator.operators import DenseLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 from torch.nn import Parameter
@@ -577,7 +578,8 @@ class EULBOModel(SingleTaskVariationalGP):
         if observation_noise:
             noise = self.likelihood.noise.reshape(-1)[0]
             eye = torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
-            dist = MultivariateNormal(dist.mean, dist.covariance_matrix + noise * eye)
+            covar = DenseLinearOperator(dist.covariance_matrix + noise * eye)
+            dist = MultivariateNormal(dist.mean, covar)
         posterior: Posterior = GPyTorchPosterior(distribution=dist)
         if hasattr(self, "outcome_transform"):
             posterior = self.outcome_transform.untransform_posterior(posterior, X=X)

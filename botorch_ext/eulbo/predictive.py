@@ -39,6 +39,7 @@ import torch
 from botorch.models.approximate_gp import SingleTaskVariationalGP
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.variational import VariationalStrategy
+from linear_operator.operators import DenseLinearOperator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
@@ -110,8 +111,10 @@ def dense_predictive(model: SingleTaskVariationalGP, X: Tensor) -> MultivariateN
         X: A ``batch x q x d`` tensor of inputs, already input-transformed.
 
     Returns:
-        A ``MultivariateNormal`` with ``batch x q`` mean and a dense
-        ``batch x q x q`` covariance.
+        A ``MultivariateNormal`` with ``batch x q`` mean and a
+        ``batch x q x q`` covariance held as a ``DenseLinearOperator`` (a lazy
+        covariance, as GPyTorch's, so that BoTorch's outcome transforms and
+        indexing treat it as they treat GPyTorch's).
     """
     gp = model.model
     strategy = gp.variational_strategy
@@ -122,4 +125,4 @@ def dense_predictive(model: SingleTaskVariationalGP, X: Tensor) -> MultivariateN
     eye = torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
     mean = gp.mean_module(X) + (K_XZ @ a).squeeze(-1)
     covar = K_XX + strategy.jitter_val * eye + K_XZ @ B @ K_XZ.mT
-    return MultivariateNormal(mean, covar)
+    return MultivariateNormal(mean, DenseLinearOperator(covar))

@@ -54,6 +54,22 @@ class TestDensePosterior(BotorchTestCase):
                             dtype,
                         )
 
+    def test_covariance_is_lazy_and_sliceable(self):
+        # As GPyTorch's: BoTorch's Standardize then scales it lazily, and a
+        # block of it can be taken (the one-shot soft KG takes two).
+        model = _model(torch.float64, self.device)
+        X = torch.rand(2, 6, 3, dtype=torch.float64, device=self.device)
+        for noise in (False, True):
+            fast = model.posterior(X, observation_noise=noise).distribution
+            ref = _reference(model, X, observation_noise=noise).distribution
+            self.assertTrue(fast.islazy)
+            for rows, cols in ((slice(3, None), slice(3)), (slice(3), slice(3))):
+                self._close(
+                    fast.lazy_covariance_matrix[..., rows, cols].to_dense(),
+                    ref.lazy_covariance_matrix[..., rows, cols].to_dense(),
+                    torch.float64,
+                )
+
     def test_gradients_match(self):
         # In X (what an acquisition optimizer uses) and in w (the state).
         for dtype in (torch.float32, torch.float64):
