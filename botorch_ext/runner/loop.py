@@ -4,6 +4,11 @@ Data path: problem + method + seed -> initial design (or the stored rows on
 resume) -> loop (fit, propose, evaluate, append row with the point and timings)
 -> rows, each handed to ``on_row`` as soon as it exists so that an interrupted
 run keeps what it evaluated.
+
+This module is over 500 lines because it holds one run end to end: its settings
+(``RunConfig`` and their validation), its initial design, its resume state and its
+loop, which change together; strict type annotations and the docstrings of the
+public functions make up the rest.
 """
 
 from __future__ import annotations
