@@ -163,6 +163,20 @@ def from_state(path: str, n: int | None, profile_top: int = 0) -> dict:
     }
 
 
+def _worker(argv: list[str], label: str) -> tuple[dict, str] | None:
+    r"""Run this script with ``argv`` in a fresh one-thread process: its row, stderr."""
+    out = subprocess.run(
+        [sys.executable, __file__, *argv],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"OMP_NUM_THREADS": "1"},
+    )
+    if out.returncode != 0:
+        print(f"{label} failed:\n{out.stderr[-2000:]}", flush=True)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ns", default="1000,2000,5000,10000")
@@ -197,20 +211,14 @@ def main() -> None:
         sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
         from common import append_csv_row
 
-        worker = [sys.executable, __file__, "--one", "state", "--state", args.state]
+        worker = ["--one", "state", "--state", args.state]
         worker += ["--state-n", str(args.state_n)] if args.state_n else []
         worker += ["--profile", "--profile-top", str(top)] if top else []
         for _ in range(args.repeats):
-            out = subprocess.run(
-                worker,
-                capture_output=True,
-                text=True,
-                env=os.environ | {"OMP_NUM_THREADS": "1"},
-            )
-            if out.returncode != 0:
-                print(f"step from {args.state} failed:\n{out.stderr[-2000:]}")
+            done = _worker(worker, f"step from {args.state}")
+            if done is None:
                 continue
-            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row, stderr = done
             append_csv_row(args.output, row)
             print(
                 f"n={row['n']} step {row['step_s']} s, CPU {row['step_cpu_s']} s, "
@@ -220,7 +228,7 @@ def main() -> None:
                 flush=True,
             )
             if top:
-                print(out.stderr, flush=True)
+                print(stderr, flush=True)
         return
     if args.quick:
         args.ns, args.q, args.exact_max_n = "150,300", 4, 150
@@ -238,30 +246,14 @@ def main() -> None:
         for method in args.methods.split(","):
             if method == "turbo" and n > args.exact_max_n:
                 continue
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--one",
-                    f"{method}:{n}",
-                    "--q",
-                    str(args.q),
-                    "--device",
-                    args.device,
-                    *(
-                        ["--profile", "--profile-top", str(args.profile_top)]
-                        if args.profile
-                        else []
-                    ),
-                ],
-                capture_output=True,
-                text=True,
-                env=os.environ | {"OMP_NUM_THREADS": "1"},
-            )
-            if out.returncode != 0:
-                print(f"{method} n={n} failed:\n{out.stderr[-2000:]}", flush=True)
+            argv = ["--one", f"{method}:{n}", "--q", str(args.q)]
+            argv += ["--device", args.device]
+            if args.profile:
+                argv += ["--profile", "--profile-top", str(args.profile_top)]
+            done = _worker(argv, f"{method} n={n}")
+            if done is None:
                 continue
-            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row, stderr = done
             append_csv_row(args.output, row)
             print(
                 f"{method:<16} n={n:>6}  step {row['step_s']:>7.1f} s  first "
@@ -270,7 +262,7 @@ def main() -> None:
                 flush=True,
             )
             if args.profile:
-                print(out.stderr, flush=True)
+                print(stderr, flush=True)
 
 
 if __name__ == "__main__":
