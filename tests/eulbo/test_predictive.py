@@ -8,6 +8,7 @@ import pickle
 
 import torch
 from botorch.acquisition import qLogExpectedImprovement
+from botorch.acquisition.objective import ScalarizedPosteriorTransform
 from botorch.models.approximate_gp import SingleTaskVariationalGP
 from botorch.optim import optimize_acqf
 from botorch.utils.testing import BotorchTestCase
@@ -53,6 +54,18 @@ class TestDensePosterior(BotorchTestCase):
                             ref.distribution.covariance_matrix,
                             dtype,
                         )
+
+    def test_posterior_transform(self):
+        # A ScalarizedPosteriorTransform (weight 2, offset 1) is applied as
+        # BoTorch's path applies it: mean 2 m + 1, variance 4 v.
+        model = _model(torch.float64, self.device)
+        X = torch.rand(4, 3, 3, dtype=torch.float64, device=self.device)
+        weights = torch.tensor([2.0], dtype=torch.float64, device=self.device)
+        transform = ScalarizedPosteriorTransform(weights, offset=1.0)
+        plain = _reference(model, X)
+        fast = model.posterior(X, posterior_transform=transform)
+        self._close(fast.mean, 2 * plain.mean + 1, torch.float64)
+        self._close(fast.variance, 4 * plain.variance, torch.float64)
 
     def test_covariance_is_lazy_and_sliceable(self):
         # As GPyTorch's: BoTorch's Standardize then scales it lazily, and a
