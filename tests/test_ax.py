@@ -834,6 +834,7 @@ NON_DEFAULT_OPTIONS = {
         "raw_samples": 48,
         "acquisition": "qei-noisy",
         "resample_zero": False,
+        "max_iter": 37,
     },
     "utility": {"num_mc_samples": 19, "num_fantasies": 5, "num_quadrature_points": 7},
     "joint": {

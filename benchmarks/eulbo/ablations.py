@@ -102,6 +102,14 @@ turbo_elbo_svgp_authors = SVGPMethod(None, turbo=True, preset="authors")
 # (the rover's 2 x 2 against the two above).
 turbo_eulbo_ei_default_kernel = SVGPMethod("ei", turbo=True)
 turbo_elbo_svgp_default_kernel = SVGPMethod(None, turbo=True)
+# The same two arms with the bounded searches of EULBOOptions.turbo() (the speed
+# check of the rover: against the two above, on the 2 x 2's seeds).
+turbo_eulbo_ei_default_kernel_bounded = SVGPMethod(
+    "ei", turbo=True, options=EULBOOptions.turbo()
+)
+turbo_elbo_svgp_default_kernel_bounded = SVGPMethod(
+    None, turbo=True, options=EULBOOptions.turbo()
+)
 
 #: The names of the stored results -> the methods.
 ABLATIONS = {

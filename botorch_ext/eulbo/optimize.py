@@ -297,6 +297,9 @@ def warm_start(
             q=n_points,
             num_restarts=settings.num_restarts,
             raw_samples=settings.raw_samples,
+            options=None
+            if settings.max_iter is None
+            else {"maxiter": settings.max_iter},
             return_full_tree=True,
         )
     return candidates.detach()

@@ -222,6 +222,11 @@ class WarmStartOptions:
         num_restarts: ``optimize_acqf`` restarts.
         raw_samples: ``optimize_acqf`` raw samples.
         acquisition: ``"qlogei"`` or ``"qei-noisy"``, see above.
+        max_iter: L-BFGS-B iterations per restart of ``optimize_acqf``; None
+            (the default) keeps BoTorch's own limit (2,000). A lower limit
+            bounds the cost of a search in many dimensions (the rover's 60 x
+            ``q``), where qLogEI's search stops by this limit, not by its
+            tolerance.
         resample_zero: When every raw sample's acquisition value is zero, draw
             more raw samples (BoTorch's ``gen_batch_initial_conditions`` retry,
             which it triggers by a ``BadInitialCandidatesWarning``). True is
@@ -234,10 +239,13 @@ class WarmStartOptions:
     raw_samples: int = 256
     acquisition: str = "qlogei"
     resample_zero: bool = True
+    max_iter: int | None = None
 
     def validate(self) -> None:
         r"""Raise ``ValueError`` naming the first bad setting."""
         _check_positive_ints("warm_start", self, ("num_restarts", "raw_samples"))
+        if self.max_iter is not None:
+            check_positive_int("warm_start.max_iter", self.max_iter)
         _check_choice(
             "warm_start.acquisition", self.acquisition, WARM_START_ACQUISITIONS
         )
@@ -566,6 +574,53 @@ class EULBOOptions:
                 convergence="epochs", max_epochs=30, patience=3, tol=0.0
             ),
             joint=JointOptions(optimizer="adam"),
+        )
+        return options.replace(**overrides) if overrides else options
+
+    @classmethod
+    def turbo(cls, **overrides: Any) -> EULBOOptions:
+        r"""Bounded searches for the TuRBO steps of a long high-dimensional run.
+
+        The runner's ``turbo-elbo-svgp`` and ``turbo-eulbo-ei`` use these
+        settings, made for the 60-D rover with ``q = 20`` and thousands of
+        evaluations, where every search of a step otherwise stops by its
+        iteration limit rather than its tolerance:
+
+        * ``warm_start.max_iter = 50``: L-BFGS-B iterations per restart of the
+          ``optimize_acqf`` call that proposes the batch (the ELBO baseline's
+          qLogEI, and EULBO's warm start), instead of BoTorch's 2,000. Reason:
+          in ``60 q`` dimensions the search runs for hundreds of iterations
+          and is most of a step.
+        * ``elbo.lbfgs_max_iter = 100`` instead of 500. Reason: the state is
+          carried from the previous step, so each fit starts next to its
+          optimum; in 60-D the fit would otherwise run to its limit at every
+          step.
+        * ``joint.max_iter = 50`` instead of 100 (EULBO's joint phase).
+        * ``lbfgs_max_n = 1000`` instead of 2,000: above 1,000 points the ELBO
+          fit uses 1,000 of them drawn at random (``q(u)`` then at its closed
+          form on all of them) and the joint phase's budget shrinks as
+          ``50 * 1000 / n``. Reason: a step's cost stays flat in ``n`` at half
+          the default's level.
+
+        These change the proposals; the BO results they give are recorded
+        beside the cost in benchmarks/eulbo/README.md.
+
+        Example:
+            >>> opts = EULBOOptions.turbo()
+            >>> opts.warm_start.max_iter
+            50
+
+        Args:
+            overrides: Groups to replace, as ``replace`` takes them.
+
+        Returns:
+            The options.
+        """
+        options = cls(
+            elbo=ELBOFitOptions(lbfgs_max_iter=100),
+            warm_start=WarmStartOptions(max_iter=50),
+            joint=JointOptions(max_iter=50),
+            lbfgs_max_n=1000,
         )
         return options.replace(**overrides) if overrides else options
 

@@ -256,7 +256,14 @@ class _SVGPRun(TrustRegion):
                 if self.utility is None:
                     fit_elbo(model, settings, self.objective, seed=seed_i)
                     fit_seconds = time.monotonic() - tic
-                    candidates = maximize_qlogei(model, train_Y, region, q, options)
+                    candidates = maximize_qlogei(
+                        model,
+                        train_Y,
+                        region,
+                        q,
+                        options,
+                        max_iter=settings.warm_start.max_iter,
+                    )
                 else:
                     # EULBO fits the SVGP jointly with the proposal: only setting up
                     # the model counts as fitting, the joint optimization as

@@ -22,7 +22,12 @@ from botorch_ext.runner.protocol import Proposal
 
 
 def maximize_qlogei(
-    model: Model, train_Y: Tensor, region: Tensor, q: int, options: MethodOptions
+    model: Model,
+    train_Y: Tensor,
+    region: Tensor,
+    q: int,
+    options: MethodOptions,
+    max_iter: int | None = None,
 ) -> Tensor:
     r"""``q`` maximizers of qLogEI (incumbent ``train_Y.max()``) in ``region``.
 
@@ -35,6 +40,7 @@ def maximize_qlogei(
         region: ``2 x d`` box to search (a trust region or the whole box).
         q: Batch size.
         options: Supplies ``num_restarts`` and ``raw_samples``.
+        max_iter: L-BFGS-B iterations per restart; None keeps BoTorch's limit.
 
     Returns:
         A ``q x d`` tensor.
@@ -46,6 +52,7 @@ def maximize_qlogei(
         q=q,
         num_restarts=options.num_restarts,
         raw_samples=options.raw_samples,
+        options=None if max_iter is None else {"maxiter": max_iter},
     )
     return candidates
 

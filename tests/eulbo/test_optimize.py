@@ -594,3 +594,45 @@ class TestDefaultJointPhase(BotorchTestCase):
         with self.assertWarnsRegex(DeprecationWarning, "not the authors' loop"):
             objective = EULBO(elbo_scale="authors")
         self.assertEqual(objective.elbo_scale, "mean")
+
+
+class TestAcquisitionSearchBudget(BotorchTestCase):
+    r"""``warm_start.max_iter`` bounds ``optimize_acqf``'s L-BFGS-B per restart."""
+
+    def _run_searches(self, max_iter):
+        import botorch.generation.gen as gen
+
+        from botorch_ext.runner.options import MethodOptions
+        from botorch_ext.runner.svgp import SVGPMethod
+
+        # BoTorch runs L-BFGS-B batched over the restarts or one SciPy call each.
+        batched = mock.Mock(wraps=gen.fmin_l_bfgs_b_batched)
+        single = mock.Mock(wraps=gen.minimize_with_timeout)
+        X, Y = _data(n=12)
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.double)
+        options = settings(FAST, max_iter=max_iter)
+        model = EULBOModel(X, Y, num_inducing_points=6)
+        fit_elbo(model, options, seed=0)
+        with (
+            mock.patch.object(gen, "fmin_l_bfgs_b_batched", batched),
+            mock.patch.object(gen, "minimize_with_timeout", single),
+        ):
+            warm_start(model, bounds, 1, seed=0, options=options)
+            # The runner's ELBO baseline searches qLogEI with the same budget.
+            run = SVGPMethod(None, options=options).new_run()
+            run.propose(X, Y, bounds, 1, 0, MethodOptions(num_restarts=2))
+        limits = [c.kwargs["maxiter"] for c in batched.call_args_list]
+        limits += [c.kwargs["options"]["maxiter"] for c in single.call_args_list]
+        self.assertGreaterEqual(len(limits), 2)
+        return limits
+
+    def test_max_iter_reaches_every_lbfgs_search(self):
+        self.assertEqual(set(self._run_searches(3)), {3})
+        # The documented default is BoTorch's own limit.
+        self.assertIsNone(EULBOOptions().warm_start.max_iter)
+        self.assertEqual(set(self._run_searches(None)), {2000})
+
+    def test_bad_max_iter(self):
+        for bad in (0, -3, 2.5):
+            with self.assertRaisesRegex(ValueError, "warm_start.max_iter"):
+                settings(FAST, max_iter=bad).validate()

@@ -67,6 +67,25 @@ class TestEULBOOptions(BotorchTestCase):
         for group_class in GROUPS.values():
             self.assertLessEqual(len(dataclasses.fields(group_class)), 7)
 
+    def test_turbo_preset(self):
+        # Pinned: the documented bounded searches, every other setting default.
+        opts = EULBOOptions.turbo()
+        self.assertEqual(opts.warm_start.max_iter, 50)
+        self.assertEqual(opts.elbo.lbfgs_max_iter, 100)
+        self.assertEqual(opts.joint.max_iter, 50)
+        self.assertEqual(opts.lbfgs_max_n, 1000)
+        default = EULBOOptions()
+        expected = default.replace(
+            warm_start=dataclasses.replace(default.warm_start, max_iter=50),
+            elbo=dataclasses.replace(default.elbo, lbfgs_max_iter=100),
+            joint=dataclasses.replace(default.joint, max_iter=50),
+            lbfgs_max_n=1000,
+        )
+        self.assertEqual(opts, expected)
+        opts.validate()
+        changed = EULBOOptions.turbo(joint=JointOptions(max_iter=7))
+        self.assertEqual((changed.joint.max_iter, changed.warm_start.max_iter), (7, 50))
+
     def test_the_flat_names_are_deprecated(self):
         for call in (
             lambda: EULBOOptions.from_flat(max_steps=5),
@@ -185,6 +204,7 @@ class TestEULBOOptions(BotorchTestCase):
             "joint_retries": (-1, "`joint.retries`.*-1"),
             "alternation": ("round", "`joint.alternation`.*'round'"),
             "resample_zero": ("no", "`warm_start.resample_zero`.*'no'"),
+            "max_iter": (0, "`warm_start.max_iter`.*0"),
         }
         self.assertEqual(set(bad), set(FLAT_FIELDS))
         for name, (value, pattern) in bad.items():
