@@ -110,6 +110,14 @@ turbo_eulbo_ei_default_kernel_bounded = SVGPMethod(
 turbo_elbo_svgp_default_kernel_bounded = SVGPMethod(
     None, turbo=True, options=EULBOOptions.turbo()
 )
+# The runner's turbo-eulbo-ei and turbo-elbo-svgp (the ARD kernel) with the bounded
+# searches: the 20,000-evaluation rover runs.
+turbo_eulbo_ei_bounded = SVGPMethod(
+    "ei", turbo=True, kernel=svgp_ard_kernel, options=EULBOOptions.turbo()
+)
+turbo_elbo_svgp_bounded = SVGPMethod(
+    None, turbo=True, kernel=svgp_ard_kernel, options=EULBOOptions.turbo()
+)
 
 #: The names of the stored results -> the methods.
 ABLATIONS = {
