@@ -27,7 +27,9 @@ each in a fresh process. Its rows add the process's CPU seconds for the step
 (``step_cpu_s``), the clock to compare on a loaded machine, and a checksum of the
 batch (``candidates_sum``), so that two versions of the code can be checked to propose
 the same batch. The package is imported from ``PYTHONPATH``: set it to a checkout of
-another commit to time that commit's code on the same state.
+another commit to time that commit's code on the same state. ``--eulbo-options turbo``
+replaces the stored run's settings by ``EULBOOptions.turbo()`` (the package's arms
+only), to time the bounded searches on the same state.
 
 ``--profile`` runs the timed step under ``cProfile`` and prints its top functions by
 cumulative time (``--profile-top``, default 25) after each configuration's line; the
@@ -117,9 +119,12 @@ def one(method: str, n: int, q: int, device: str = "cpu", profile_top: int = 0) 
     }
 
 
-def from_state(path: str, n: int | None, profile_top: int = 0) -> dict:
+def from_state(
+    path: str, n: int | None, profile_top: int = 0, eulbo_options: str = "stored"
+) -> dict:
     import torch
 
+    from botorch_ext.eulbo import EULBOOptions
     from botorch_ext.runner.options import MethodOptions
     from botorch_ext.runner.problems import get_problem
 
@@ -129,6 +134,10 @@ def from_state(path: str, n: int | None, profile_top: int = 0) -> dict:
     torch.set_num_threads(1)
     state = torch.load(path, weights_only=False)
     X, Y, run = state["X"][:n], state["Y"][:n], state["method"]
+    if eulbo_options == "turbo":
+        if run.preset is not None:
+            raise SystemExit("--eulbo-options turbo: not a run of the package's arms")
+        run.base_options = EULBOOptions.turbo()
     bounds = get_problem("rover").bounds.to(X)
     options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=100)
     profiler = cProfile.Profile() if profile_top else None
@@ -154,6 +163,7 @@ def from_state(path: str, n: int | None, profile_top: int = 0) -> dict:
         "code": os.path.dirname(os.path.dirname(botorch_ext.__file__)),
         "step_s": round(step, 3),
         "step_cpu_s": round(cpu, 3),
+        "eulbo_options": eulbo_options,
         "fit_s": round(proposal.fit_seconds, 3),
         "fit_steps": proposal.diagnostics.get("fit_steps"),
         "fit_elbo": proposal.diagnostics.get("elbo"),
@@ -202,17 +212,25 @@ def main() -> None:
     )
     parser.add_argument("--state-n", type=int, help="keep the first N stored points")
     parser.add_argument("--repeats", type=int, default=3, help="with --state")
+    parser.add_argument(
+        "--eulbo-options",
+        choices=("stored", "turbo"),
+        default="stored",
+        help="with --state: the run's own settings or EULBOOptions.turbo()",
+    )
     args = parser.parse_args()
     top = args.profile_top if args.profile else 0
     if args.state:
         if args.one:
-            print(json.dumps(from_state(args.state, args.state_n, top)))
+            row = from_state(args.state, args.state_n, top, args.eulbo_options)
+            print(json.dumps(row))
             return
         sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
         from common import append_csv_row
 
         worker = ["--one", "state", "--state", args.state]
         worker += ["--state-n", str(args.state_n)] if args.state_n else []
+        worker += ["--eulbo-options", args.eulbo_options]
         worker += ["--profile", "--profile-top", str(top)] if top else []
         for _ in range(args.repeats):
             done = _worker(worker, f"step from {args.state}")

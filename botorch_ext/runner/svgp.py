@@ -192,6 +192,9 @@ def _settings(
 
 
 class _SVGPRun(TrustRegion):
+    #: ``SVGPMethod``'s ``preset`` of the run (None: the package's settings).
+    preset: str | None = None
+
     def __init__(
         self,
         utility: str | None,
@@ -295,6 +298,8 @@ class _SVGPRun(TrustRegion):
 
 class _AuthorsSVGPRun(_SVGPRun):
     r"""A run of the authors' loop (``SVGPMethod(preset="authors")``)."""
+
+    preset = "authors"
 
     def __init__(self, utility: str | None, turbo: bool) -> None:
         super().__init__(utility, turbo)
