@@ -581,10 +581,9 @@ class EULBOOptions:
     def turbo(cls, **overrides: Any) -> EULBOOptions:
         r"""Bounded searches for the TuRBO steps of a long high-dimensional run.
 
-        The runner's ``turbo-elbo-svgp`` and ``turbo-eulbo-ei`` use these
-        settings, made for the 60-D rover with ``q = 20`` and thousands of
-        evaluations, where every search of a step otherwise stops by its
-        iteration limit rather than its tolerance:
+        Made for the runner's TuRBO SVGP methods on the 60-D rover with
+        ``q = 20`` and thousands of evaluations, where every search of a step
+        otherwise stops by its iteration limit rather than its tolerance:
 
         * ``warm_start.max_iter = 50``: L-BFGS-B iterations per restart of the
           ``optimize_acqf`` call that proposes the batch (the ELBO baseline's
@@ -596,11 +595,10 @@ class EULBOOptions:
           optimum; in 60-D the fit would otherwise run to its limit at every
           step.
         * ``joint.max_iter = 50`` instead of 100 (EULBO's joint phase).
-        * ``lbfgs_max_n = 1000`` instead of 2,000: above 1,000 points the ELBO
-          fit uses 1,000 of them drawn at random (``q(u)`` then at its closed
-          form on all of them) and the joint phase's budget shrinks as
-          ``50 * 1000 / n``. Reason: a step's cost stays flat in ``n`` at half
-          the default's level.
+
+        ``lbfgs_max_n`` keeps its default (2,000). Reason: a smaller random
+        subset costs the bound of all the data far more than the iteration cap
+        does (benchmarks/eulbo/README.md).
 
         These change the proposals; the BO results they give are recorded
         beside the cost in benchmarks/eulbo/README.md.
@@ -620,7 +618,6 @@ class EULBOOptions:
             elbo=ELBOFitOptions(lbfgs_max_iter=100),
             warm_start=WarmStartOptions(max_iter=50),
             joint=JointOptions(max_iter=50),
-            lbfgs_max_n=1000,
         )
         return options.replace(**overrides) if overrides else options
 

@@ -73,13 +73,12 @@ class TestEULBOOptions(BotorchTestCase):
         self.assertEqual(opts.warm_start.max_iter, 50)
         self.assertEqual(opts.elbo.lbfgs_max_iter, 100)
         self.assertEqual(opts.joint.max_iter, 50)
-        self.assertEqual(opts.lbfgs_max_n, 1000)
+        self.assertEqual(opts.lbfgs_max_n, 2000)
         default = EULBOOptions()
         expected = default.replace(
             warm_start=dataclasses.replace(default.warm_start, max_iter=50),
             elbo=dataclasses.replace(default.elbo, lbfgs_max_iter=100),
             joint=dataclasses.replace(default.joint, max_iter=50),
-            lbfgs_max_n=1000,
         )
         self.assertEqual(opts, expected)
         opts.validate()
