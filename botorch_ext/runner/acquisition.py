@@ -42,6 +42,7 @@ class _Spec:
     sequential: bool
     late_kwargs: Callable[[], dict[str, Any]] | None
     constructor_kwargs: dict[str, Any] = field(default_factory=dict)
+    fit_options: dict[str, Any] | None = None
 
 
 def acquisition_method(
@@ -53,6 +54,7 @@ def acquisition_method(
     late_kwargs: Callable[[], dict[str, Any]] | None = None,
     warm_start: bool = False,
     gaussian_posterior: bool = False,
+    fit_options: dict[str, Any] | None = None,
     **constructor_kwargs: Any,
 ) -> AcquisitionMethod:
     r"""A runner method: fit a ``SingleTaskGP``, maximize an acquisition function.
@@ -89,19 +91,24 @@ def acquisition_method(
             (``carries_state``). Not with ``fully_bayesian``.
         gaussian_posterior: The acquisition needs a Gaussian posterior (the
             entropy searches): the method's flag.
+        fit_options: Options of the MAP fit's L-BFGS-B (see ``fit_model``), e.g.
+            a looser ``ftol``; None for BoTorch's defaults. Not with
+            ``fully_bayesian``.
         **constructor_kwargs: Further arguments of the input constructor.
 
     Returns:
         The method (see ``botorch_ext.runner.protocol``).
 
     Raises:
-        ValueError: For ``warm_start`` with ``fully_bayesian``.
+        ValueError: For ``warm_start`` or ``fit_options`` with ``fully_bayesian``.
     """
     # Resolved here too, so that a class without an input constructor fails
     # when the method is made, not at its first call.
     get_acqf_input_constructor(constructor_class or acqf_class)
     if warm_start and fully_bayesian:
         raise ValueError("`warm_start` applies to MAP fits, not `fully_bayesian`.")
+    if fit_options is not None and fully_bayesian:
+        raise ValueError("`fit_options` apply to MAP fits, not `fully_bayesian`.")
     spec = _Spec(
         acqf_class,
         kernel,
@@ -110,6 +117,7 @@ def acquisition_method(
         sequential,
         late_kwargs,
         constructor_kwargs,
+        None if fit_options is None else dict(fit_options),
     )
     return AcquisitionMethod(spec, warm_start, gaussian_posterior)
 
@@ -136,6 +144,7 @@ def _propose(
             fully_bayesian=spec.fully_bayesian,
             seed=seed_i,
             initial_hyperparameters=initial_hyperparameters,
+            fit_options=spec.fit_options,
         )
         fit_seconds = time.monotonic() - tic
         data = SupervisedDataset(

@@ -49,6 +49,7 @@ def fit_model(
     fully_bayesian: bool = False,
     seed: int = 0,
     initial_hyperparameters: dict[str, Tensor] | None = None,
+    fit_options: dict[str, Any] | None = None,
 ) -> SingleTaskGP:
     r"""Fit a ``SingleTaskGP`` by MAP, or sample its hyperparameters by SGLD.
 
@@ -78,10 +79,19 @@ def fit_model(
             values) the fit starts from, e.g. a previous fit's; names the model
             lacks, or of another shape, are ignored. None starts from the
             model's initial values.
+        fit_options: Options of the MAP fit's optimizer (SciPy's L-BFGS-B, e.g.
+            ``{"ftol": 1e-6}``), passed as ``fit_gpytorch_mll``'s
+            ``optimizer_kwargs={"options": fit_options}``. None for BoTorch's
+            defaults. Not with ``fully_bayesian``.
 
     Returns:
         The fitted model, in eval mode.
+
+    Raises:
+        ValueError: For ``fit_options`` with ``fully_bayesian``.
     """
+    if fit_options is not None and fully_bayesian:
+        raise ValueError("`fit_options` apply to MAP fits, not `fully_bayesian`.")
     covar_module, input_transform = None, None
     if isinstance(kernel, Kernel):
         covar_module = kernel
@@ -116,7 +126,11 @@ def fit_model(
             generator=torch.Generator().manual_seed(seed),
         )
     else:
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+        mll = ExactMarginalLogLikelihood(model.likelihood, model)
+        if fit_options is None:
+            fit_gpytorch_mll(mll)
+        else:
+            fit_gpytorch_mll(mll, optimizer_kwargs={"options": dict(fit_options)})
     model.eval()
     return model
 
