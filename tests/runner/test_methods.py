@@ -523,3 +523,71 @@ class TestWarmStart(BotorchTestCase):
                 fully_bayesian=True,
                 warm_start=True,
             )
+
+
+class TestFitOptions(BotorchTestCase):
+    def test_fit_options_reach_lbfgsb_and_default_to_none(self):
+        import inspect
+
+        from botorch_ext.runner.acquisition import acquisition_method
+
+        gen = torch.Generator().manual_seed(0)
+        X = torch.rand(10, 3, generator=gen, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(3), torch.ones(3)]).double()
+        for fn in (fit_model, acquisition_method):
+            self.assertIsNone(inspect.signature(fn).parameters["fit_options"].default)
+        # fit_model: BoTorch's defaults without options, the options as
+        # fit_gpytorch_mll's optimizer_kwargs with them.
+        with mock.patch.object(fitting, "fit_gpytorch_mll") as fit:
+            fit_model(X, Y, MethodOptions(), kernel="bock")
+            fit_model(X, Y, MethodOptions(), kernel="bock", fit_options={"ftol": 1e-6})
+        self.assertEqual(fit.call_args_list[0].kwargs, {})
+        self.assertEqual(
+            fit.call_args_list[1].kwargs,
+            {"optimizer_kwargs": {"options": {"ftol": 1e-6}}},
+        )
+        # A looser ftol stops L-BFGS-B earlier than SciPy's default here.
+        from gpytorch.mlls import ExactMarginalLogLikelihood
+
+        evaluations = []
+        original_forward = ExactMarginalLogLikelihood.forward
+        for options in (None, {"ftol": 1e-2}):
+            with mock.patch.object(
+                ExactMarginalLogLikelihood,
+                "forward",
+                autospec=True,
+                side_effect=original_forward,
+            ) as forward:
+                fit_model(X, Y, MethodOptions(), kernel="bock", fit_options=options)
+            evaluations.append(forward.call_count)
+        self.assertLess(evaluations[1], evaluations[0])
+        # The method passes its options to each fit.
+        method = acquisition_method(
+            methods.qLogNoisyExpectedImprovement,
+            kernel="bock",
+            fit_options={"ftol": 1e-6},
+        )
+        seen = []
+        original = acquisition.fit_model
+
+        def spy_fit(*args, **kwargs):
+            seen.append(kwargs["fit_options"])
+            return original(*args, **kwargs)
+
+        with mock.patch.object(acquisition, "fit_model", side_effect=spy_fit):
+            method.new_run().propose(
+                X, Y, bounds, 1, 0, MethodOptions(num_restarts=2, raw_samples=16)
+            )
+        self.assertEqual(seen, [{"ftol": 1e-6}])
+        with self.assertRaisesRegex(ValueError, "fit_options"):
+            acquisition_method(
+                methods.qLogNoisyExpectedImprovement,
+                kernel="bock",
+                fully_bayesian=True,
+                fit_options={"ftol": 1e-6},
+            )
+        with self.assertRaisesRegex(ValueError, "fit_options"):
+            fit_model(
+                X, Y, MethodOptions(), fully_bayesian=True, fit_options={"ftol": 1e-6}
+            )
