@@ -515,10 +515,10 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
 
     def _warp_squeezed(self, squeezed: Tensor, alpha: Tensor, beta: Tensor) -> Tensor:
         # kumaraswamy_warp's remaining steps on its squeezed input (the same
-        # operations, so the same values and gradients).
-        shape = (*self.batch_shape, 1, 1)
-        inner = 1 - torch.pow(squeezed, alpha.view(shape))
-        return 1 - torch.pow(inner, beta.view(shape))
+        # operations, so the same values and gradients); alpha and beta shaped
+        # batch_shape x 1 x 1.
+        inner = 1 - torch.pow(squeezed, alpha)
+        return 1 - torch.pow(inner, beta)
 
     def center_similarity(self, dim: int) -> Tensor:
         r"""``K_a(center, a) = sqrt(sum_p c_p m_p)`` of the ``"direction"`` rule.
@@ -553,6 +553,9 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         # the polar split and warp once when x2 is x1 (a Gram matrix), and the
         # polar split not at all when the input is the last call's (a fit).
         alpha, beta = self.alpha, self.beta
+        # (GPyTorch's batch_shape walks the sub-kernels: read it once.)
+        shape = (*self.batch_shape, 1, 1)
+        alpha, beta = alpha.view(shape), beta.view(shape)
         rho1, a1, at_center1, squeezed1 = self._polar(x1)
         w1 = self._warp_squeezed(squeezed1, alpha, beta)
         if x2 is x1:
@@ -560,7 +563,7 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         else:
             rho2, a2, at_center2, squeezed2 = self._polar(x2)
             w2 = self._warp_squeezed(squeezed2, alpha, beta)
-        if self._fused_gram_applies(x1, x2, diag, params):
+        if self._fused_gram_applies(x1, x2, diag, params, len(shape) == 2):
             return self._fused_gram(rho1, rho2, w1, w2, a1, a2)
         weights = self.angular_weights
         if diag:
@@ -584,16 +587,24 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         return self._radial(w1, w2, diag, **params) * angular
 
     def _fused_gram_applies(
-        self, x1: Tensor, x2: Tensor, diag: bool, params: dict[str, Any]
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        diag: bool,
+        params: dict[str, Any],
+        unbatched: bool | None = None,
     ) -> bool:
         # CylindricalGram covers the default configuration on unbatched inputs:
         # the "continuous" rule and the default radius kernel's Matern-5/2.
+        # `unbatched`: whether batch_shape is empty, if the caller knows.
         k = self.radial_base_kernel
+        if unbatched is None:
+            unbatched = len(self.batch_shape) == 0
         return (
             not diag
             and not params.get("last_dim_is_batch", False)
             and self.center_rule == "continuous"
-            and len(self.batch_shape) == 0
+            and unbatched
             and x1.dim() == 2
             and x2.dim() == 2
             and type(k) is MaternKernel

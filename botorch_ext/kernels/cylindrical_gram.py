@@ -75,23 +75,35 @@ class CylindricalGram(torch.autograd.Function):
         g2: Tensor,
         c: Tensor,
     ) -> Tensor:
-        r"""The ``n x m`` Gram matrix; saves the dot products for the backward."""
+        r"""The ``n x m`` Gram matrix; saves the dot products for the backward.
+
+        With one row block (``n m <= BLOCK_ELEMENTS``, e.g. a fit's Gram matrix
+        of a few hundred points) it also saves the block's terms, which the
+        backward pass then reads instead of recomputing them.
+        """
         dot = a1 @ a2.mT
         K = torch.empty_like(dot)
         coefficients = c.tolist()  # read once, not once per block and power
-        for rows in _blocks(*dot.shape):
-            _, H, _, _, M = _block_terms(
+        blocks = _blocks(*dot.shape)
+        terms: tuple[Tensor, ...] = ()
+        for rows in blocks:
+            t, H, d, e, M = _block_terms(
                 dot[rows], r1[rows], r2, s1[rows], s2, coefficients
             )
-            K[rows] = M.mul_(H).mul_(g1[rows].unsqueeze(-1)).mul_(g2)
-        ctx.save_for_backward(a1, a2, dot, r1, r2, s1, s2, g1, g2, c)
+            if len(blocks) == 1:
+                K = M * H
+                K.mul_(g1.unsqueeze(-1)).mul_(g2)
+                terms = (t, H, d, e, M)
+            else:
+                K[rows] = M.mul_(H).mul_(g1[rows].unsqueeze(-1)).mul_(g2)
+        ctx.save_for_backward(a1, a2, dot, r1, r2, s1, s2, g1, g2, c, *terms)
         ctx.same_directions = a1 is a2
         return K
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         r"""Gradients of every input, computed block by block."""
-        a1, a2, dot, r1, r2, s1, s2, g1, g2, c = ctx.saved_tensors
+        a1, a2, dot, r1, r2, s1, s2, g1, g2, c, *terms = ctx.saved_tensors
         need = ctx.needs_input_grad
         P = c.shape[0] - 1
         # Derivative coefficients p c_p of H'(t), and both as floats, read once.
@@ -105,7 +117,12 @@ class CylindricalGram(torch.autograd.Function):
         g_c_sums: list[Tensor] = []
         for rows in _blocks(*dot.shape):
             dot_b, r1_b = dot[rows], r1[rows]
-            t, H, d, e, M = _block_terms(dot_b, r1_b, r2, s1[rows], s2, coefficients)
+            if terms:  # the one block's, saved by the forward pass
+                t, H, d, e, M = terms
+            else:
+                t, H, d, e, M = _block_terms(
+                    dot_b, r1_b, r2, s1[rows], s2, coefficients
+                )
             Gg = grad[rows] * g1[rows].unsqueeze(-1)
             Gg.mul_(g2)
             Q = Gg * M  # the gradient with respect to H

@@ -852,7 +852,7 @@ class TestPolarSplitCache(BotorchTestCase):
                 alpha = k.alpha.detach().clone().requires_grad_(True)
                 beta = k.beta.detach().clone().requires_grad_(True)
                 if squeezed_input:
-                    w = k._warp_squeezed(squeezed, alpha, beta)
+                    w = k._warp_squeezed(squeezed, alpha.view(1, 1), beta.view(1, 1))
                 else:
                     w = k._warp(rho, alpha, beta)
                 weight = torch.linspace(-1.0, 2.0, w.numel()).reshape(w.shape).to(w)
