@@ -48,11 +48,21 @@ bock_ftol = acquisition_method(
 #: ``BOCK_FIT_FTOL``).
 bock_scipy_ftol = acquisition_method(qLogNoisyExpectedImprovement, kernel="bock")
 
+#: ``bock`` with its acquisition's L-BFGS-B also stopped at a relative reduction
+#: of 1e-6 (SciPy's default 2.2e-9), as its MAP fit is.
+bock_acqf_ftol = acquisition_method(
+    qLogNoisyExpectedImprovement,
+    kernel="bock",
+    fit_options={"ftol": 1e-6},
+    acqf_options={"ftol": 1e-6, "factr": None},
+)
+
 #: The names of the stored results -> the methods.
 ABLATIONS = {
     "bock-warm": bock_warm,
     "bock-ftol": bock_ftol,
     "bock-scipy-ftol": bock_scipy_ftol,
+    "bock-acqf-ftol": bock_acqf_ftol,
     "bock-continuous": bock_continuous,
     "bock-direction": bock_direction,
     "bock-scaled": bock_scaled,

@@ -43,6 +43,7 @@ class _Spec:
     late_kwargs: Callable[[], dict[str, Any]] | None
     constructor_kwargs: dict[str, Any] = field(default_factory=dict)
     fit_options: dict[str, Any] | None = None
+    acqf_options: dict[str, Any] | None = None
 
 
 def acquisition_method(
@@ -55,6 +56,7 @@ def acquisition_method(
     warm_start: bool = False,
     gaussian_posterior: bool = False,
     fit_options: dict[str, Any] | None = None,
+    acqf_options: dict[str, Any] | None = None,
     **constructor_kwargs: Any,
 ) -> AcquisitionMethod:
     r"""A runner method: fit a ``SingleTaskGP``, maximize an acquisition function.
@@ -94,6 +96,9 @@ def acquisition_method(
         fit_options: Options of the MAP fit's L-BFGS-B (see ``fit_model``), e.g.
             a looser ``ftol``; None for BoTorch's defaults. Not with
             ``fully_bayesian``.
+        acqf_options: ``optimize_acqf``'s ``options`` (its L-BFGS-B's, e.g.
+            ``{"ftol": 1e-6, "factr": None}``: BoTorch's batched L-BFGS-B takes
+            ``ftol`` only with ``factr`` None); None for BoTorch's defaults.
         **constructor_kwargs: Further arguments of the input constructor.
 
     Returns:
@@ -118,6 +123,7 @@ def acquisition_method(
         late_kwargs,
         constructor_kwargs,
         None if fit_options is None else dict(fit_options),
+        None if acqf_options is None else dict(acqf_options),
     )
     return AcquisitionMethod(spec, warm_start, gaussian_posterior)
 
@@ -183,6 +189,8 @@ def _propose(
             # optimize_acqf itself; they are not worth a warning per iteration.
             warnings.simplefilter("ignore", OptimizationWarning)
             ignore_optimize_acqf_retry_warnings()
+            if spec.acqf_options is not None:
+                kwargs["options"] = dict(spec.acqf_options)
             candidates, _ = optimize_acqf(
                 acqf, bounds=bounds, q=q, num_restarts=options.num_restarts, **kwargs
             )
