@@ -599,3 +599,35 @@ class TestFitOptions(BotorchTestCase):
         self.assertEqual(get_method("bock").spec.fit_options, {"ftol": 1e-6})
         for name in ("matern", "matern-scaled", "qlogei", "bock-sgmcmc"):
             self.assertIsNone(get_method(name).spec.fit_options, name)
+
+    def test_acqf_options_reach_optimize_acqf(self):
+        import inspect
+
+        from botorch_ext.runner.acquisition import acquisition_method
+
+        self.assertIsNone(
+            inspect.signature(acquisition_method).parameters["acqf_options"].default
+        )
+        gen = torch.Generator().manual_seed(0)
+        X = torch.rand(10, 3, generator=gen, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(3), torch.ones(3)]).double()
+        options = MethodOptions(num_restarts=2, raw_samples=16)
+        acqf_options = {"ftol": 1e-6, "factr": None}
+        seen = []
+        original = acquisition.optimize_acqf
+
+        def spy(*args, **kwargs):
+            seen.append(kwargs.get("options"))
+            return original(*args, **kwargs)
+
+        with mock.patch.object(acquisition, "optimize_acqf", side_effect=spy):
+            for method in (
+                acquisition_method(methods.qLogNoisyExpectedImprovement),
+                acquisition_method(
+                    methods.qLogNoisyExpectedImprovement, acqf_options=acqf_options
+                ),
+            ):
+                cand = method.new_run().propose(X, Y, bounds, 1, 0, options).candidates
+                self.assertEqual(cand.shape, torch.Size([1, 3]))
+        self.assertEqual(seen, [None, acqf_options])
