@@ -39,8 +39,8 @@ bock_warm = acquisition_method(
 
 #: ``bock`` with its MAP fit stopped at a relative reduction of the negative
 #: log marginal likelihood (per point) of 1e-6 per L-BFGS-B iteration instead
-#: of SciPy's 2.2e-9: the arm checked before it became the runner's ``bock``
-#: (same regret, fewer fit evaluations; see the README's section 5.3).
+#: of SciPy's 2.2e-9, its acquisition maximized with SciPy's default: the
+#: runner's ``bock`` between the two checks of the README's section 5.3.
 bock_ftol = acquisition_method(
     qLogNoisyExpectedImprovement, kernel="bock", fit_options={"ftol": 1e-6}
 )
@@ -49,7 +49,8 @@ bock_ftol = acquisition_method(
 bock_scipy_ftol = acquisition_method(qLogNoisyExpectedImprovement, kernel="bock")
 
 #: ``bock`` with its acquisition's L-BFGS-B also stopped at a relative reduction
-#: of 1e-6 (SciPy's default 2.2e-9), as its MAP fit is.
+#: of 1e-6 (SciPy's default 2.2e-9), as its MAP fit is: the arm checked before
+#: it became the runner's ``bock`` (section 5.3).
 bock_acqf_ftol = acquisition_method(
     qLogNoisyExpectedImprovement,
     kernel="bock",

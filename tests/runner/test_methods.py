@@ -592,13 +592,18 @@ class TestFitOptions(BotorchTestCase):
                 X, Y, MethodOptions(), fully_bayesian=True, fit_options={"ftol": 1e-6}
             )
 
-    def test_runner_bock_stops_its_fit_at_ftol_1e_6(self):
+    def test_runner_bock_stops_its_fit_and_acquisition_at_ftol_1e_6(self):
         # The runner's bock (a documented default); the other kernels' methods
         # keep SciPy's default tolerance.
         self.assertEqual(fitting.BOCK_FIT_FTOL, 1e-6)
         self.assertEqual(get_method("bock").spec.fit_options, {"ftol": 1e-6})
+        self.assertEqual(acquisition.BOCK_ACQF_FTOL, 1e-6)
+        self.assertEqual(
+            get_method("bock").spec.acqf_options, {"ftol": 1e-6, "factr": None}
+        )
         for name in ("matern", "matern-scaled", "qlogei", "bock-sgmcmc"):
             self.assertIsNone(get_method(name).spec.fit_options, name)
+            self.assertIsNone(get_method(name).spec.acqf_options, name)
 
     def test_acqf_options_reach_optimize_acqf(self):
         import inspect
