@@ -81,6 +81,30 @@ class TestReflectedInterval(BotorchTestCase):
             self.assertTrue(box.enforced)
             self.assertTrue(box.check_raw(raw))
 
+    def test_all_inside_is_the_identity_in_value_and_gradient(self):
+        # The transform returns early when every raw value lies in the box: the
+        # same values and unit gradients as the reflection's `where` gives there.
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            boxes = (ReflectedInterval(0.5, 1.0), ReflectedInterval(0.025, math.inf))
+            for box in boxes:
+                box = box.to(**tkw)
+                raw = torch.tensor([0.5, 0.61, 0.99, 1.0], **tkw).requires_grad_(True)
+                out = box.transform(raw)
+                self.assertTrue(torch.equal(out, raw))
+                weight = torch.tensor([1.0, -2.0, 3.0, 0.5], **tkw)
+                (grad,) = torch.autograd.grad((out * weight).sum(), raw)
+                self.assertTrue(torch.equal(grad, weight))
+            # One value outside: that one is reflected, the others kept.
+            box = ReflectedInterval(0.5, 1.0).to(**tkw)
+            raw = torch.tensor([0.7, 1.2], **tkw).requires_grad_(True)
+            out = box.transform(raw)
+            self.assertAllClose(
+                out.detach().double(), torch.tensor([0.7, 0.8], dtype=torch.double)
+            )
+            (grad,) = torch.autograd.grad(out.sum(), raw)
+            self.assertEqual(grad.tolist(), [1.0, -1.0])
+
     def test_one_sided_boxes_and_bad_input(self):
         floor = ReflectedInterval(0.025, math.inf, initial_value=0.3)
         ceiling = ReflectedInterval(-math.inf, 2.0)

@@ -247,6 +247,8 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         self.angular_weights_floor = floor
         self.center = center_vector
         self.radius = None if radius is None else float(radius)
+        # The last polar split of an input that needs no gradient (see _polar).
+        self._polar_cache: tuple[Any, ...] | None = None
         if radial_base_kernel is None:
             radial_base_kernel = MaternKernel(
                 nu=2.5,
@@ -433,6 +435,24 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         Raises:
             ValueError: If an input is NaN or lies outside the ball.
         """
+        rho, a, at_center, _ = self._polar(x)
+        return rho, a, at_center
+
+    def _polar(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        # ``cylindrical(x)`` and the warp's squeezed radius. They depend on x and
+        # the ball only, so for an input that needs no gradient they are kept
+        # for the next call with the same, unmodified tensor: a MAP fit passes
+        # the training inputs' tensor to every evaluation of the marginal
+        # likelihood.
+        cache = getattr(self, "_polar_cache", None)
+        if (
+            cache is not None
+            and cache[0] is x
+            and cache[1] is self.center
+            and cache[2] == self._polar_key(x)
+        ):
+            hit: tuple[Tensor, Tensor, Tensor, Tensor] = cache[3]
+            return hit
         center, radius = self.ball(x.shape[-1])
         norm, a, at_center = polar_split(x - center.to(x))
         rho = norm / radius
@@ -446,14 +466,38 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
                 f"({worst / radius:.6g} radii). Map the inputs into the ball (e.g. "
                 "normalize them to the unit cube) or pass a larger `radius`."
             )
-        return rho, a, at_center
+        # BoTorch's kumaraswamy_warp's first step, on rho clamped to [0, 1].
+        squeezed = torch.clamp(
+            rho.clamp(0.0, 1.0) * (1 - 2 * _KUMARASWAMY_EPS) + _KUMARASWAMY_EPS,
+            _KUMARASWAMY_EPS,
+            1.0 - _KUMARASWAMY_EPS,
+        )
+        out = (rho, a, at_center, squeezed)
+        cacheable = not (
+            x.requires_grad or x.is_inference() or torch.is_inference_mode_enabled()
+        )
+        if cacheable:
+            self._polar_cache = (x, self.center, self._polar_key(x), out)
+        return out
+
+    def _polar_key(self, x: Tensor) -> tuple[int, int, float | None]:
+        # What a cached polar split of the tensor x depends on besides the
+        # identities of x and the center: their version counters (in-place
+        # changes) and the radius.
+        return (x._version, self.center._version, self.radius)
+
+    def __getstate__(self) -> dict[str, Any]:
+        r"""The module's state without the cached polar split (not pickled)."""
+        state = dict(self.__dict__)
+        state["_polar_cache"] = None
+        return state
 
     def warp(self, rho: Tensor) -> Tensor:
         r"""The Kumaraswamy warp ``w(rho) = 1 - (1 - rho^alpha)^beta``.
 
-        Uses BoTorch's ``kumaraswamy_warp``, which squeezes ``rho`` into
-        ``[1e-8, 1 - 1e-8]`` so that neither power sees 0 (finite gradients at the
-        center and on the ball's boundary).
+        The arithmetic of BoTorch's ``kumaraswamy_warp``, which squeezes ``rho``
+        into ``[1e-8, 1 - 1e-8]`` so that neither power sees 0 (finite gradients
+        at the center and on the ball's boundary).
 
         Args:
             rho: A ``batch_shape x n x 1`` tensor of scaled radii in ``[0, 1]``.
@@ -468,6 +512,13 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         return kumaraswamy_warp(
             rho.clamp(0.0, 1.0), c0=beta.view(shape), c1=alpha.view(shape)
         )
+
+    def _warp_squeezed(self, squeezed: Tensor, alpha: Tensor, beta: Tensor) -> Tensor:
+        # kumaraswamy_warp's remaining steps on its squeezed input (the same
+        # operations, so the same values and gradients); alpha and beta shaped
+        # batch_shape x 1 x 1.
+        inner = 1 - torch.pow(squeezed, alpha)
+        return 1 - torch.pow(inner, beta)
 
     def center_similarity(self, dim: int) -> Tensor:
         r"""``K_a(center, a) = sqrt(sum_p c_p m_p)`` of the ``"direction"`` rule.
@@ -499,16 +550,20 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
             ValueError: If an input lies outside the ball.
         """
         # The warp's exponents once per call (each is a constraint transform),
-        # and the polar split and warp once when x2 is x1 (a Gram matrix).
+        # the polar split and warp once when x2 is x1 (a Gram matrix), and the
+        # polar split not at all when the input is the last call's (a fit).
         alpha, beta = self.alpha, self.beta
-        rho1, a1, at_center1 = self.cylindrical(x1)
-        w1 = self._warp(rho1, alpha, beta)
+        # (GPyTorch's batch_shape walks the sub-kernels: read it once.)
+        shape = (*self.batch_shape, 1, 1)
+        alpha, beta = alpha.view(shape), beta.view(shape)
+        rho1, a1, at_center1, squeezed1 = self._polar(x1)
+        w1 = self._warp_squeezed(squeezed1, alpha, beta)
         if x2 is x1:
             rho2, a2, at_center2, w2 = rho1, a1, at_center1, w1
         else:
-            rho2, a2, at_center2 = self.cylindrical(x2)
-            w2 = self._warp(rho2, alpha, beta)
-        if self._fused_gram_applies(x1, x2, diag, params):
+            rho2, a2, at_center2, squeezed2 = self._polar(x2)
+            w2 = self._warp_squeezed(squeezed2, alpha, beta)
+        if self._fused_gram_applies(x1, x2, diag, params, len(shape) == 2):
             return self._fused_gram(rho1, rho2, w1, w2, a1, a2)
         weights = self.angular_weights
         if diag:
@@ -532,16 +587,24 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         return self._radial(w1, w2, diag, **params) * angular
 
     def _fused_gram_applies(
-        self, x1: Tensor, x2: Tensor, diag: bool, params: dict[str, Any]
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        diag: bool,
+        params: dict[str, Any],
+        unbatched: bool | None = None,
     ) -> bool:
         # CylindricalGram covers the default configuration on unbatched inputs:
         # the "continuous" rule and the default radius kernel's Matern-5/2.
+        # `unbatched`: whether batch_shape is empty, if the caller knows.
         k = self.radial_base_kernel
+        if unbatched is None:
+            unbatched = len(self.batch_shape) == 0
         return (
             not diag
             and not params.get("last_dim_is_batch", False)
             and self.center_rule == "continuous"
-            and len(self.batch_shape) == 0
+            and unbatched
             and x1.dim() == 2
             and x2.dim() == 2
             and type(k) is MaternKernel

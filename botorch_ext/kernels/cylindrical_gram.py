@@ -26,16 +26,16 @@ def _blocks(n: int, m: int) -> list[slice]:
     return [slice(i, min(i + rows, n)) for i in range(0, n, rows)]
 
 
-def _polynomial(c: Tensor, t: Tensor) -> Tensor:
-    r"""``sum_p c[p] t^p`` by Horner's rule; ``c`` a 1-d tensor."""
-    out = torch.full_like(t, float(c[-1]))
-    for p in range(c.shape[0] - 2, -1, -1):
-        out.mul_(t).add_(float(c[p]))
+def _polynomial(c: list[float], t: Tensor) -> Tensor:
+    r"""``sum_p c[p] t^p`` by Horner's rule; ``c`` the coefficients as floats."""
+    out = torch.full_like(t, c[-1])
+    for p in range(len(c) - 2, -1, -1):
+        out.mul_(t).add_(c[p])
     return out
 
 
 def _block_terms(
-    dot: Tensor, r1: Tensor, r2: Tensor, s1: Tensor, s2: Tensor, c: Tensor
+    dot: Tensor, r1: Tensor, r2: Tensor, s1: Tensor, s2: Tensor, c: list[float]
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     r"""``t = dot r1 r2``, ``H(t)``, ``d = s1 - s2``, ``e = exp(-|d|)`` and ``M(d)``."""
     t = dot * r1.unsqueeze(-1)
@@ -75,32 +75,54 @@ class CylindricalGram(torch.autograd.Function):
         g2: Tensor,
         c: Tensor,
     ) -> Tensor:
-        r"""The ``n x m`` Gram matrix; saves the dot products for the backward."""
+        r"""The ``n x m`` Gram matrix; saves the dot products for the backward.
+
+        With one row block (``n m <= BLOCK_ELEMENTS``, e.g. a fit's Gram matrix
+        of a few hundred points) it also saves the block's terms, which the
+        backward pass then reads instead of recomputing them.
+        """
         dot = a1 @ a2.mT
         K = torch.empty_like(dot)
-        for rows in _blocks(*dot.shape):
-            _, H, _, _, M = _block_terms(dot[rows], r1[rows], r2, s1[rows], s2, c)
-            K[rows] = M.mul_(H).mul_(g1[rows].unsqueeze(-1)).mul_(g2)
-        ctx.save_for_backward(a1, a2, dot, r1, r2, s1, s2, g1, g2, c)
+        coefficients = c.tolist()  # read once, not once per block and power
+        blocks = _blocks(*dot.shape)
+        terms: tuple[Tensor, ...] = ()
+        for rows in blocks:
+            t, H, d, e, M = _block_terms(
+                dot[rows], r1[rows], r2, s1[rows], s2, coefficients
+            )
+            if len(blocks) == 1:
+                K = M * H
+                K.mul_(g1.unsqueeze(-1)).mul_(g2)
+                terms = (t, H, d, e, M)
+            else:
+                K[rows] = M.mul_(H).mul_(g1[rows].unsqueeze(-1)).mul_(g2)
+        ctx.save_for_backward(a1, a2, dot, r1, r2, s1, s2, g1, g2, c, *terms)
         ctx.same_directions = a1 is a2
         return K
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
         r"""Gradients of every input, computed block by block."""
-        a1, a2, dot, r1, r2, s1, s2, g1, g2, c = ctx.saved_tensors
+        a1, a2, dot, r1, r2, s1, s2, g1, g2, c, *terms = ctx.saved_tensors
         need = ctx.needs_input_grad
         P = c.shape[0] - 1
-        # Derivative coefficients p c_p of H'(t).
+        # Derivative coefficients p c_p of H'(t), and both as floats, read once.
         dc = c[1:] * torch.arange(1, P + 1, dtype=c.dtype, device=c.device)
+        coefficients, derivative = c.tolist(), dc.tolist()
         # g_X: the gradient with respect to X, accumulated over the row blocks.
         g_dot = torch.zeros_like(dot) if (need[0] or need[1]) else None
         g_r1, g_s1, g_g1 = (torch.zeros_like(v) for v in (r1, s1, g1))
         g_r2, g_s2, g_g2 = (torch.zeros_like(v) for v in (r2, s2, g2))
-        g_c = torch.zeros_like(c)
+        # The c_p's gradients summed over the blocks (0-d tensors).
+        g_c_sums: list[Tensor] = []
         for rows in _blocks(*dot.shape):
             dot_b, r1_b = dot[rows], r1[rows]
-            t, H, d, e, M = _block_terms(dot_b, r1_b, r2, s1[rows], s2, c)
+            if terms:  # the one block's, saved by the forward pass
+                t, H, d, e, M = terms
+            else:
+                t, H, d, e, M = _block_terms(
+                    dot_b, r1_b, r2, s1[rows], s2, coefficients
+                )
             Gg = grad[rows] * g1[rows].unsqueeze(-1)
             Gg.mul_(g2)
             Q = Gg * M  # the gradient with respect to H
@@ -110,14 +132,20 @@ class CylindricalGram(torch.autograd.Function):
             g_g1[rows] = QH.sum(-1)
             g_g2 += QH.sum(-2)
             # c_p: sum Q t^p.
-            Qt = Q.clone()
-            g_c[0] += Qt.sum()
-            for p in range(1, P + 1):
-                Qt.mul_(t)
-                g_c[p] += Qt.sum()
+            block_sums = [Q.sum()]
+            if P > 0:
+                Qt = Q * t
+                block_sums.append(Qt.sum())
+                for _ in range(2, P + 1):
+                    block_sums.append(Qt.mul_(t).sum())
+            g_c_sums = (
+                block_sums
+                if not g_c_sums
+                else [a + b for a, b in zip(g_c_sums, block_sums, strict=True)]
+            )
             # t: Q H'(t); then t = dot r1 r2.
             if P > 0:
-                grad_t = _polynomial(dc, t).mul_(Q)
+                grad_t = _polynomial(derivative, t).mul_(Q)
                 gtd = grad_t * dot_b
                 g_r1[rows] = gtd @ r2
                 g_r2 += r1_b @ gtd
@@ -127,6 +155,7 @@ class CylindricalGram(torch.autograd.Function):
             Md = d.abs().add_(1.0).mul_(d).mul_(e).mul_(GH)
             g_s1[rows] = Md.sum(-1).mul_(-1.0 / 3.0)
             g_s2 += Md.sum(-2).mul_(1.0 / 3.0)
+        g_c = torch.stack(g_c_sums)
         g_g1 = g_g1 / g1
         g_g2 = g_g2 / g2
         g_a1 = g_a2 = None

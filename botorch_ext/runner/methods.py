@@ -56,7 +56,7 @@ from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
-from botorch_ext.runner import kernels, protocol, svgp, turbo
+from botorch_ext.runner import acquisition, fitting, kernels, protocol, svgp, turbo
 from botorch_ext.runner.acquisition import acquisition_method
 from botorch_ext.runner.aliases import deprecated_aliases
 from botorch_ext.runner.options import iteration_seed
@@ -183,7 +183,14 @@ _REGISTRY: dict[str, tuple[protocol.Method, str]] = {
         "qES, q-entropy search with a softmax p_max (Wilson et al. 2017)",
     ),
     "bock": (
-        acquisition_method(_QLOGNEI, kernel="bock"),
+        # Its MAP fit and its acquisition's maximization stop at L-BFGS-B's
+        # ftol BOCK_FIT_FTOL and BOCK_ACQF_FTOL (fewer evaluations).
+        acquisition_method(
+            _QLOGNEI,
+            kernel="bock",
+            fit_options={"ftol": fitting.BOCK_FIT_FTOL},
+            acqf_options={"ftol": acquisition.BOCK_ACQF_FTOL, "factr": None},
+        ),
         "qLogNEI with BOCK's kernel (BOCKKernel, Oh et al. 2018), MAP hyperparameters",
     ),
     "bock-sgmcmc": (

@@ -736,6 +736,134 @@ class TestFusedGramAgreesWithAutogradPath(BotorchTestCase):
         self.assertFalse(rbf._fused_gram_applies(x, x, False, {}))
 
 
+class TestPolarSplitCache(BotorchTestCase):
+    r"""The polar split kept for an input that needs no gradient (a fit's
+    training inputs) gives the values and gradients of a fresh computation, bit
+    for bit (0 eps, float32 and float64), and is recomputed whenever the input,
+    the center or the radius changes."""
+
+    def _kernel(self, dtype, **kwargs):
+        k = BOCKKernel(angular_weights_floor=0.05, **kwargs)
+        k = k.to(device=self.device, dtype=dtype)
+        k.alpha, k.beta = 0.7, 1.6
+        k.angular_weights = [0.1, 0.5, 0.15, 0.25]
+        k.radial_base_kernel.lengthscale = 0.4
+        return k
+
+    def _value_and_grads(self, k, x, x2=None):
+        k.zero_grad()
+        K = k(x).to_dense() if x2 is None else k(x, x2).to_dense()
+        weight = torch.linspace(-1.0, 2.0, K.numel()).reshape(K.shape).to(K)
+        (K * weight).sum().backward()
+        return K.detach(), [p.grad.clone() for p in k.parameters()]
+
+    def _assert_same(self, got, want):
+        (K, grads), (K_want, grads_want) = got, want
+        self.assertTrue(torch.equal(K, K_want))
+        for g, g_want in zip(grads, grads_want, strict=True):
+            self.assertTrue(torch.equal(g, g_want))
+
+    def _fresh(self, k, x, x2=None):
+        # The same kernel without a cached split.
+        fresh = BOCKKernel(
+            angular_weights_floor=0.05,
+            center=k.center.clone(),
+            radius=k.radius,
+            center_rule=k.center_rule,
+        ).to(x)
+        fresh.load_state_dict(k.state_dict())
+        return self._value_and_grads(fresh, x, x2)
+
+    def _data(self, dtype):
+        gen = torch.Generator().manual_seed(0)
+        x = torch.rand(12, 4, generator=gen, dtype=torch.double)
+        x[0] = 0.5  # the center
+        return x.to(device=self.device, dtype=dtype)
+
+    def test_repeated_calls_match_a_fresh_kernel(self):
+        for dtype, rule in itertools.product(
+            (torch.float, torch.double), ("continuous", "direction")
+        ):
+            k = self._kernel(dtype, center_rule=rule)
+            x = self._data(dtype)
+            first = self._value_and_grads(k, x)
+            self.assertIs(k._polar_cache[0], x)
+            cached = k._polar_cache[3]
+            again = self._value_and_grads(k, x)
+            self.assertIs(k._polar_cache[3], cached)  # a hit, not a recomputation
+            self._assert_same(again, first)
+            self._assert_same(again, self._fresh(k, x))
+            # Two inputs (cross-covariance): the first is cached when it is x.
+            x2 = self._data(dtype)[:5].flip(-1)
+            self._assert_same(self._value_and_grads(k, x, x2), self._fresh(k, x, x2))
+
+    def test_changes_of_input_center_and_radius_recompute(self):
+        for dtype in (torch.float, torch.double):
+            k = self._kernel(dtype)
+            x = self._data(dtype)
+            self._value_and_grads(k, x)
+            x[1] = 0.25  # in place: a new version of the same tensor
+            self._assert_same(self._value_and_grads(k, x), self._fresh(k, x))
+            k.center = torch.full((4,), 0.45, dtype=torch.double)  # a new center
+            self._assert_same(self._value_and_grads(k, x), self._fresh(k, x))
+            k.center.add_(0.02)  # the center changed in place
+            self._assert_same(self._value_and_grads(k, x), self._fresh(k, x))
+            k.radius = 1.5
+            self._assert_same(self._value_and_grads(k, x), self._fresh(k, x))
+            with self.assertRaisesRegex(ValueError, "ball"):
+                k.radius = 0.1
+                k(x).to_dense()
+
+    def test_inputs_with_gradients_and_inference_mode_are_not_cached(self):
+        for dtype in (torch.float, torch.double):
+            k = self._kernel(dtype)
+            x = self._data(dtype).requires_grad_(True)
+            grads = []
+            for _ in range(2):
+                (g,) = torch.autograd.grad(k(x).to_dense().sum(), x)
+                grads.append(g)
+            self.assertIsNone(k._polar_cache)
+            self.assertTrue(torch.equal(grads[0], grads[1]))
+            plain = self._data(dtype)
+            with torch.inference_mode():
+                k(plain).to_dense()
+            self.assertIsNone(k._polar_cache)
+            self._assert_same(self._value_and_grads(k, plain), self._fresh(k, plain))
+
+    def test_pickle_leaves_the_cache_out(self):
+        k = self._kernel(torch.double)
+        x = self._data(torch.double)
+        K = k(x).to_dense().detach()
+        self.assertIsNotNone(k._polar_cache)
+        copy = pickle.loads(pickle.dumps(k))
+        self.assertIsNone(copy._polar_cache)
+        self.assertTrue(torch.equal(copy(x).to_dense().detach(), K))
+
+    def test_warp_of_the_squeezed_radius_is_botorchs_warp(self):
+        # The warp from the cached squeezed radius against BoTorch's
+        # kumaraswamy_warp on the radius: equal values and gradients (0 eps).
+        for dtype in (torch.float, torch.double):
+            k = self._kernel(dtype)
+            x = self._data(dtype)
+            x[2] = 1.0  # a corner, on the ball's boundary
+            rho, _, _, squeezed = k._polar(x)
+            results = []
+            for squeezed_input in (True, False):
+                alpha = k.alpha.detach().clone().requires_grad_(True)
+                beta = k.beta.detach().clone().requires_grad_(True)
+                if squeezed_input:
+                    w = k._warp_squeezed(squeezed, alpha.view(1, 1), beta.view(1, 1))
+                else:
+                    w = k._warp(rho, alpha, beta)
+                weight = torch.linspace(-1.0, 2.0, w.numel()).reshape(w.shape).to(w)
+                grads = torch.autograd.grad((w * weight).sum(), (alpha, beta))
+                results.append((w.detach(), grads))
+            (w, (ga, gb)), (w_want, (ga_want, gb_want)) = results
+            self.assertTrue(torch.equal(w, w_want))
+            self.assertTrue(torch.equal(ga, ga_want))
+            self.assertTrue(torch.equal(gb, gb_want))
+
+
 class TestBOCKKernelInBoTorch(BotorchTestCase):
     def test_fit_and_optimize_acqf(self):
         for dtype in (torch.float, torch.double):

@@ -523,3 +523,116 @@ class TestWarmStart(BotorchTestCase):
                 fully_bayesian=True,
                 warm_start=True,
             )
+
+
+class TestFitOptions(BotorchTestCase):
+    def test_fit_options_reach_lbfgsb_and_default_to_none(self):
+        import inspect
+
+        from botorch_ext.runner.acquisition import acquisition_method
+
+        gen = torch.Generator().manual_seed(0)
+        X = torch.rand(10, 3, generator=gen, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(3), torch.ones(3)]).double()
+        for fn in (fit_model, acquisition_method):
+            self.assertIsNone(inspect.signature(fn).parameters["fit_options"].default)
+        # fit_model: BoTorch's defaults without options, the options as
+        # fit_gpytorch_mll's optimizer_kwargs with them.
+        with mock.patch.object(fitting, "fit_gpytorch_mll") as fit:
+            fit_model(X, Y, MethodOptions(), kernel="bock")
+            fit_model(X, Y, MethodOptions(), kernel="bock", fit_options={"ftol": 1e-6})
+        self.assertEqual(fit.call_args_list[0].kwargs, {})
+        self.assertEqual(
+            fit.call_args_list[1].kwargs,
+            {"optimizer_kwargs": {"options": {"ftol": 1e-6}}},
+        )
+        # A looser ftol stops L-BFGS-B earlier than SciPy's default here.
+        from gpytorch.mlls import ExactMarginalLogLikelihood
+
+        evaluations = []
+        original_forward = ExactMarginalLogLikelihood.forward
+        for options in (None, {"ftol": 1e-2}):
+            with mock.patch.object(
+                ExactMarginalLogLikelihood,
+                "forward",
+                autospec=True,
+                side_effect=original_forward,
+            ) as forward:
+                fit_model(X, Y, MethodOptions(), kernel="bock", fit_options=options)
+            evaluations.append(forward.call_count)
+        self.assertLess(evaluations[1], evaluations[0])
+        # The method passes its options to each fit.
+        method = acquisition_method(
+            methods.qLogNoisyExpectedImprovement,
+            kernel="bock",
+            fit_options={"ftol": 1e-6},
+        )
+        seen = []
+        original = acquisition.fit_model
+
+        def spy_fit(*args, **kwargs):
+            seen.append(kwargs["fit_options"])
+            return original(*args, **kwargs)
+
+        with mock.patch.object(acquisition, "fit_model", side_effect=spy_fit):
+            method.new_run().propose(
+                X, Y, bounds, 1, 0, MethodOptions(num_restarts=2, raw_samples=16)
+            )
+        self.assertEqual(seen, [{"ftol": 1e-6}])
+        with self.assertRaisesRegex(ValueError, "fit_options"):
+            acquisition_method(
+                methods.qLogNoisyExpectedImprovement,
+                kernel="bock",
+                fully_bayesian=True,
+                fit_options={"ftol": 1e-6},
+            )
+        with self.assertRaisesRegex(ValueError, "fit_options"):
+            fit_model(
+                X, Y, MethodOptions(), fully_bayesian=True, fit_options={"ftol": 1e-6}
+            )
+
+    def test_runner_bock_stops_its_fit_and_acquisition_at_ftol_1e_6(self):
+        # The runner's bock (a documented default); the other kernels' methods
+        # keep SciPy's default tolerance.
+        self.assertEqual(fitting.BOCK_FIT_FTOL, 1e-6)
+        self.assertEqual(get_method("bock").spec.fit_options, {"ftol": 1e-6})
+        self.assertEqual(acquisition.BOCK_ACQF_FTOL, 1e-6)
+        self.assertEqual(
+            get_method("bock").spec.acqf_options, {"ftol": 1e-6, "factr": None}
+        )
+        for name in ("matern", "matern-scaled", "qlogei", "bock-sgmcmc"):
+            self.assertIsNone(get_method(name).spec.fit_options, name)
+            self.assertIsNone(get_method(name).spec.acqf_options, name)
+
+    def test_acqf_options_reach_optimize_acqf(self):
+        import inspect
+
+        from botorch_ext.runner.acquisition import acquisition_method
+
+        self.assertIsNone(
+            inspect.signature(acquisition_method).parameters["acqf_options"].default
+        )
+        gen = torch.Generator().manual_seed(0)
+        X = torch.rand(10, 3, generator=gen, dtype=torch.double)
+        Y = -((X - 0.4) ** 2).sum(-1, keepdim=True)
+        bounds = torch.stack([torch.zeros(3), torch.ones(3)]).double()
+        options = MethodOptions(num_restarts=2, raw_samples=16)
+        acqf_options = {"ftol": 1e-6, "factr": None}
+        seen = []
+        original = acquisition.optimize_acqf
+
+        def spy(*args, **kwargs):
+            seen.append(kwargs.get("options"))
+            return original(*args, **kwargs)
+
+        with mock.patch.object(acquisition, "optimize_acqf", side_effect=spy):
+            for method in (
+                acquisition_method(methods.qLogNoisyExpectedImprovement),
+                acquisition_method(
+                    methods.qLogNoisyExpectedImprovement, acqf_options=acqf_options
+                ),
+            ):
+                cand = method.new_run().propose(X, Y, bounds, 1, 0, options).candidates
+                self.assertEqual(cand.shape, torch.Size([1, 3]))
+        self.assertEqual(seen, [None, acqf_options])
