@@ -65,7 +65,12 @@ QES_OPTIONS = {
     "f32j128": {**_THOMPSON, "num_fantasies": 32, "num_inner_samples": 128},
     "f64j256": {**_THOMPSON, "num_fantasies": 64, "num_inner_samples": 256},
     "m32": {**_THOMPSON, "num_representer_points": 32},
-}
+    "pool1536": {**_THOMPSON, "num_candidates": 1024},
+    "pool768": {"representer_scheme": "thompson", "num_around_best": 256,
+                "num_candidates": 512},
+    "pool768m32": {"representer_scheme": "thompson", "num_around_best": 256,
+                   "num_candidates": 512, "num_representer_points": 32},
+}  # fmt: skip
 
 
 def _time_config(config: str, model, data, bounds, q: int) -> float:
@@ -99,6 +104,7 @@ def _time_config(config: str, model, data, bounds, q: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--problem", default="hartmann6")
+    parser.add_argument("--dim", type=int, default=None, help="scalable problems")
     parser.add_argument("--n", type=int, default=30)
     parser.add_argument("--q", type=int, default=1)
     parser.add_argument("--configs", default="gibbon,qmes,qes")
@@ -113,7 +119,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25, help="rows per profile")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    problem = get_problem(args.problem)
+    problem = get_problem(args.problem, args.dim)
     bounds = torch.stack([torch.zeros(problem.dim), torch.ones(problem.dim)]).double()
     configs = args.configs.split(",")
     seconds = {c: [] for c in configs}

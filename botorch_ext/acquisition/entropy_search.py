@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, cast
 
+import gpytorch
 import torch
 from botorch.acquisition.monte_carlo import MCAcquisitionFunction
 from botorch.acquisition.objective import PosteriorTransform
@@ -293,15 +294,17 @@ class qES(MCAcquisitionFunction):
         DR, n, L_K, W_R, noise, scale = cache
         covar_module = cast(Kernel, self.model.covar_module)
         X_tf = self.model.transform_inputs(X)  # _tf: transformed inputs
-        batch = X_tf.shape[:-2]
-        # One kernel call for the training and representer rows: GPyTorch's
-        # lazy kernel evaluation costs about as much per call as the arithmetic.
-        k_DRX = covar_module(DR.expand(*batch, *DR.shape), X_tf).to_dense()
-        k_DX, k_RX = k_DRX[..., :n, :], k_DRX[..., n:, :]
+        batch, q = X_tf.shape[:-2], X_tf.shape[-2]
+        # One eager kernel call for the training, representer and X rows
+        # against X: GPyTorch's lazy kernel evaluation costs several times the
+        # arithmetic at these sizes.
+        rows = torch.cat([DR.expand(*batch, *DR.shape), X_tf], dim=-2)
+        with gpytorch.settings.lazily_evaluate_kernels(False):
+            k_all = covar_module(rows, X_tf).to_dense()
+        k_DX, k_RX, k_XX = k_all[..., :n, :], k_all[..., n:-q, :], k_all[..., -q:, :]
         W_X = torch.linalg.solve_triangular(L_K, k_DX, upper=False)  # b x n x q
         S_RX = scale * (k_RX - W_R.transpose(-1, -2) @ W_X)
-        k_XX = covar_module(X_tf).to_dense()
-        eye = torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
+        eye = torch.eye(q, dtype=X.dtype, device=X.device)
         S_XX_noisy = scale * (k_XX - W_X.transpose(-1, -2) @ W_X + noise * eye)
         return S_XX_noisy, S_RX
 
@@ -466,6 +469,11 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     and a finite gradient, where ``xlogy(p, p)`` would back-propagate
     ``0 / 0``.
 
+    The gradient is written out (``_FactorizedPmaxEntropy``): four more matrix
+    products of the same size, and a few elementwise passes, where autograd
+    would record and replay about thirty small operations per call; the
+    derivatives are those autograd takes of the forward arithmetic.
+
     Args:
         a: A ``batch x F x m``-dim tensor of scaled fantasy means.
         d: A ``batch x J x m``-dim tensor of scaled inner deviations (batch
@@ -474,26 +482,92 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     Returns:
         A ``batch x F``-dim tensor of entropies in nats, in ``a``'s dtype.
     """
-    batch = torch.broadcast_shapes(a.shape[:-2], d.shape[:-2])
-    F, J, m = a.shape[-2], d.shape[-2], a.shape[-1]
-    a64 = a.double().expand(*batch, F, m).reshape(-1, F, m)
-    d64 = d.double().expand(*batch, J, m).reshape(-1, J, m)
-    # Shifted logits are clamped at _LOG_FLOOR so that no exponential, and no
-    # product of two in the matrix products, is subnormal (subnormal arithmetic
-    # is about 100x slower on x86); see _LOG_FLOOR for why this leaves the
-    # entropy unchanged to rounding.
-    A = (a64 - a64.detach().amax(dim=-1, keepdim=True)).clamp_min(_LOG_FLOOR).exp()
-    E = (d64 - d64.detach().amax(dim=-1, keepdim=True)).clamp_min(_LOG_FLOOR).exp()
-    N = A @ E.transpose(-1, -2)  # B x F x J
-    ok = N >= _NORMALIZER_FLOOR
-    inv_N = torch.where(ok, N.clamp_min(_NORMALIZER_FLOOR).reciprocal(), 0.0)
-    p = A * (inv_N @ E) / J  # B x F x m
-    if not bool(ok.all()):
-        b_idx, f_idx, j_idx = (~ok).nonzero(as_tuple=True)
-        direct = torch.softmax(a64[b_idx, f_idx] + d64[b_idx, j_idx], dim=-1) / J
-        p = p.index_put((b_idx, f_idx), direct, accumulate=True)
-    h = -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(dim=-1)
-    return h.reshape(*batch, F).to(a.dtype)
+    h: Tensor = _FactorizedPmaxEntropy.apply(a, d)  # type: ignore[no-untyped-call]
+    return h
+
+
+class _FactorizedPmaxEntropy(torch.autograd.Function):
+    r"""``_factorized_pmax_entropy`` with its gradient written out.
+
+    Notation as in ``_factorized_pmax_entropy`` (per batch member): ``A`` is
+    ``F x m``, ``E`` is ``J x m``, ``N = A E^T``, ``M = 1 / N`` on the kept
+    pairs and 0 on the others, ``P = M E`` and ``p = A * P / J`` (plus the
+    directly computed softmaxes of the other pairs). With ``g_p`` the gradient
+    with respect to ``p``, the chain rule through these definitions gives
+    ``g_A = g_p * P / J + g_N E``, ``g_E = M^T g_P + g_N^T A`` with
+    ``g_P = g_p * A / J``, ``g_M = g_P E^T`` and ``g_N = -g_M M^2``; then
+    ``g_a = g_A A`` and ``g_d = g_E E`` where the logit was not raised to
+    ``_LOG_FLOOR`` (``clamp_min`` passes no gradient where it clamps) and the
+    row maxima, which cancel, carry none. The directly computed pairs are
+    differentiated by autograd in the backward pass.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, d: Tensor) -> Tensor:
+        batch = torch.broadcast_shapes(a.shape[:-2], d.shape[:-2])
+        F, J, m = a.shape[-2], d.shape[-2], a.shape[-1]
+        a64 = a.double().expand(*batch, F, m).reshape(-1, F, m)
+        d64 = d.double().expand(*batch, J, m).reshape(-1, J, m)
+        # Shifted logits are clamped at _LOG_FLOOR so that no exponential, and no
+        # product of two in the matrix products, is subnormal (subnormal
+        # arithmetic is about 100x slower on x86); see _LOG_FLOOR for why this
+        # leaves the entropy unchanged to rounding.
+        x = a64 - a64.amax(dim=-1, keepdim=True)
+        y = d64 - d64.amax(dim=-1, keepdim=True)
+        A = x.clamp_min(_LOG_FLOOR).exp_()
+        E = y.clamp_min(_LOG_FLOOR).exp_()
+        N = A @ E.transpose(-1, -2)  # B x F x J
+        ok = N >= _NORMALIZER_FLOOR
+        all_ok = bool(ok.all())
+        M = N.clamp_min_(_NORMALIZER_FLOOR).reciprocal_()
+        if not all_ok:
+            M = M.masked_fill_(~ok, 0.0)
+        P = M @ E  # B x F x m
+        p = A * P / J
+        pairs: tuple[Tensor, ...] = ()
+        if not all_ok:
+            b_idx, f_idx, j_idx = (~ok).nonzero(as_tuple=True)
+            direct = torch.softmax(a64[b_idx, f_idx] + d64[b_idx, j_idx], dim=-1) / J
+            p = p.index_put((b_idx, f_idx), direct, accumulate=True)
+            pairs = (b_idx, f_idx, j_idx)
+        log_p = p.clamp_min(torch.finfo(p.dtype).tiny).log()
+        h = -(p * log_p).sum(dim=-1)
+        ctx.save_for_backward(a64, d64, x, y, A, E, M, P, p, log_p, *pairs)
+        ctx.shapes = (a.shape, d.shape, a.dtype, d.dtype, batch)
+        return h.reshape(*batch, F).to(a.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad_h: Tensor) -> tuple[Tensor, Tensor]:
+        a64, d64, x, y, A, E, M, P, p, log_p, *pairs = ctx.saved_tensors
+        a_shape, d_shape, a_dtype, d_dtype, batch = ctx.shapes
+        J = E.shape[-2]
+        tiny = torch.finfo(p.dtype).tiny
+        # h = -sum_k p_k log(max(p_k, tiny)): the derivative is
+        # -(log(max(p, tiny)) + [p >= tiny]).
+        g_h = grad_h.double().reshape(-1, p.shape[-2], 1)
+        g_p = -g_h * (log_p + (p >= tiny).to(p.dtype))
+        g_P = g_p * A / J
+        g_M = g_P @ E.transpose(-1, -2)  # B x F x J
+        g_N = g_M.mul_(M).mul_(M).neg_()
+        g_A = g_p * P / J + g_N @ E
+        g_E = M.transpose(-1, -2) @ g_P + g_N.transpose(-1, -2) @ A
+        g_a = g_A.mul_(A).masked_fill_(x < _LOG_FLOOR, 0.0)
+        g_d = g_E.mul_(E).masked_fill_(y < _LOG_FLOOR, 0.0)
+        if pairs:
+            b_idx, f_idx, j_idx = pairs
+            with torch.enable_grad():
+                a_sub = a64[b_idx, f_idx].detach().requires_grad_(True)
+                d_sub = d64[b_idx, j_idx].detach().requires_grad_(True)
+                direct = torch.softmax(a_sub + d_sub, dim=-1) / J
+                ga_sub, gd_sub = torch.autograd.grad(
+                    direct, (a_sub, d_sub), grad_outputs=g_p[b_idx, f_idx]
+                )
+            g_a = g_a.index_put((b_idx, f_idx), ga_sub, accumulate=True)
+            g_d = g_d.index_put((b_idx, j_idx), gd_sub, accumulate=True)
+        F, m = a_shape[-2], a_shape[-1]
+        g_a = g_a.reshape(*batch, F, m).sum_to_size(a_shape).to(a_dtype)
+        g_d = g_d.reshape(*batch, J, m).sum_to_size(d_shape).to(d_dtype)
+        return g_a, g_d
 
 
 def _model_input_dim(model: Model) -> int | None:
