@@ -638,6 +638,46 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
                 scale = w.abs().max().item()
                 self.assertAllClose(g, w, atol=1024 * eps * scale, rtol=0.0)
 
+    def test_written_out_gradient_matches_autograd(self):
+        # _factorized_pmax_entropy's hand-written backward against autograd
+        # through the same forward arithmetic (_reference_factorized_entropy),
+        # with broadcast batch shapes, at a scale where no pair falls below the
+        # normalizer floor and at one where many do (the directly computed
+        # pairs) and logits fall below the exponent floor.
+        floor = entropy_search._NORMALIZER_FLOOR
+        shapes = (((3, 5, 4, 16), (5, 32, 16)), ((4, 16), (2, 32, 16)))
+        for dtype, scale, (a_shape, d_shape) in itertools.product(
+            (torch.float, torch.double), (1.0, 400.0), shapes
+        ):
+            eps = torch.finfo(dtype).eps
+            gen = torch.Generator().manual_seed(4)
+            a = scale * torch.randn(*a_shape, generator=gen, dtype=torch.double)
+            d = scale * torch.randn(*d_shape, generator=gen, dtype=torch.double)
+            a = a.to(device=self.device, dtype=dtype).requires_grad_(True)
+            d = d.to(device=self.device, dtype=dtype).requires_grad_(True)
+            a64, d64 = a.detach().double(), d.detach().double()
+            x = (a64 - a64.amax(-1, keepdim=True)).exp()
+            y = (d64 - d64.amax(-1, keepdim=True)).exp()
+            any_direct = bool(((x @ y.mT) < floor).any())
+            self.assertEqual(any_direct, scale > 1.0)
+            got = entropy_search._factorized_pmax_entropy(a, d)
+            want = _reference_factorized_entropy(a, d)
+            self.assertEqual(got.dtype, dtype)
+            self.assertAllClose(got, want, atol=64 * eps, rtol=64 * eps)
+            # A weighted sum, so that every fantasy's gradient matters.
+            weights = torch.rand(got.shape, generator=gen, dtype=torch.double)
+            weights = weights.to(got)
+            for g, w in zip(
+                torch.autograd.grad((weights * got).sum(), (a, d)),
+                torch.autograd.grad((weights * want).sum(), (a, d)),
+                strict=True,
+            ):
+                self.assertEqual(g.shape, w.shape)
+                self.assertEqual(g.dtype, dtype)
+                scale_g = w.abs().max().item()
+                self.assertGreater(scale_g, 0.0)
+                self.assertAllClose(g, w, atol=1024 * eps * scale_g, rtol=0.0)
+
     def test_small_cholesky_and_shared_solve(self):
         for dtype in (torch.float, torch.double):
             tkw = {"device": self.device, "dtype": dtype}
