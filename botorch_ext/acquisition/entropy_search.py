@@ -212,14 +212,14 @@ class qES(MCAcquisitionFunction):
                 f"`representer_points` has dimension {R.shape[-1]}, but `X` has "
                 f"dimension {X.shape[-1]}."
             )
-        prior_dev = self._prior_terms(like=X)[3]
+        prior_logits = self._prior_terms(like=X)[3]
         # Large batches (e.g. optimize_acqf's raw samples) go through in chunks
         # of about _CHUNK_ELEMENTS conditioned deviations: t-batches are
         # independent, and chunks that fit in cache run several times faster.
         # Only for an unbatched model, whose output batch is X's batch.
         batch = X.shape[:-2]
-        chunk = max(1, _CHUNK_ELEMENTS // prior_dev.shape[-2:].numel())
-        if prior_dev.dim() == 2 and batch.numel() > chunk:
+        chunk = max(1, _CHUNK_ELEMENTS // prior_logits.shape[-2:].numel())
+        if prior_logits.dim() == 2 and batch.numel() > chunk:
             flat = X.reshape(-1, *X.shape[-2:])
             parts = [self._entropy_reduction(c, R) for c in flat.split(chunk)]
             return torch.cat(parts).reshape(batch)
@@ -228,7 +228,7 @@ class qES(MCAcquisitionFunction):
     def _entropy_reduction(self, X: Tensor, R: Tensor) -> Tensor:
         r"""``forward`` on a ``batch_shape x q x d``-dim ``X`` in one piece."""
         q = X.shape[-2]
-        mu_R, L_R, z, prior_dev, h_prior = self._prior_terms(like=X)
+        _, L_R, z, prior_logits, h_prior = self._prior_terms(like=X)
         w, u = self._base_samples(q=q, like=X)
         tau = self.tau.to(X)
 
@@ -252,11 +252,16 @@ class qES(MCAcquisitionFunction):
         jitter_X = RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(dim1=-2, dim2=-1)
         L_V = _small_cholesky(V + torch.diag_embed(jitter_X))
         sim = z @ B_T + u @ L_V.transpose(-1, -2)  # b x J x q
-        # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w.
-        post_dev = prior_dev - (sim @ G_T) / tau  # b x J x m
-        means = mu_R.unsqueeze(-2) + (w @ A_T) / tau  # b x F x m
+        # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w,
+        # whose mean part is mu_R + A w and draw part f_R - mu_R - G (f_X + eps -
+        # mu_X). The logits of (fantasy, inner draw) are the sum of the two; the
+        # prior mean mu_R goes with the draws (prior_logits = (mu_R + L_R z) /
+        # tau), so that each inner draw's row maximum sits near the pair's
+        # (see _factorized_pmax_entropy) and the fantasies carry only A w.
+        post_logits = prior_logits - (sim @ G_T) / tau  # b x J x m
+        shifts = (w @ A_T) / tau  # b x F x m
 
-        h_post = _factorized_pmax_entropy(means, post_dev).mean(dim=-1)  # b
+        h_post = _factorized_pmax_entropy(shifts, post_logits).mean(dim=-1)  # b
         return h_prior - h_post
 
     def _cross_covariances(self, X: Tensor, R: Tensor) -> tuple[Tensor, Tensor]:
@@ -354,8 +359,8 @@ class qES(MCAcquisitionFunction):
 
         Returns ``mu_R / tau``, the Cholesky factor ``L_R`` of the (jittered)
         posterior covariance at the representers, the inner base samples ``z``
-        (``J x m``), the scaled deviations ``L_R z / tau`` and the current
-        entropy ``H[p_max | D]``.
+        (``J x m``), the scaled prior draws ``(mu_R + L_R z) / tau`` and the
+        current entropy ``H[p_max | D]``.
         Cached: build a new ``qES`` after refitting or conditioning the model, as
         with BoTorch's cached-Cholesky acquisition functions.
         """
@@ -382,10 +387,12 @@ class qES(MCAcquisitionFunction):
                 tau = self.tau.to(like)
                 z = self._inner_base_samples(m=R.shape[-2], like=like)
                 prior_dev = z @ L_R.transpose(-1, -2) / tau  # (model batch) x J x m
-                h_prior = _factorized_pmax_entropy(
-                    (mu_R / tau).unsqueeze(-2), prior_dev
-                ).squeeze(-1)
-            self._prior_cache[key] = (mu_R / tau, L_R, z, prior_dev, h_prior)
+                prior_logits = (mu_R / tau).unsqueeze(-2) + prior_dev
+                # One fantasy with no shift: the logits are the prior draws,
+                # split as in _entropy_reduction.
+                no_shift = torch.zeros_like(mu_R).unsqueeze(-2)
+                h_prior = _factorized_pmax_entropy(no_shift, prior_logits).squeeze(-1)
+            self._prior_cache[key] = (mu_R / tau, L_R, z, prior_logits, h_prior)
         return cast(tuple[Tensor, ...], self._prior_cache[key])
 
     def _base_samples(self, q: int, like: Tensor) -> tuple[Tensor, Tensor]:
@@ -452,8 +459,8 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     r"""Entropies of softmax-relaxed ``p_max`` for every fantasy.
 
     Computed without the ``fantasies x inner samples x representers`` tensor.
-    For fantasy ``f`` the logits of inner draw ``j`` are ``a_f + d_j`` (fantasy
-    mean plus conditioned deviation, both divided by tau), and
+    For fantasy ``f`` the logits of inner draw ``j`` are ``a_f + d_j`` (the
+    fantasy's mean shift plus the conditioned draw, both divided by tau), and
     ``p_f = mean_j softmax(a_f + d_j)``. The softmax factorizes: with
     ``A = exp(a - max a)`` and ``E = exp(d - max d)`` (row-wise shifts), the
     normalizers are ``N = A E^T`` and ``p_f = A_f * (N_f^{-1} E) / J``, two
@@ -461,13 +468,15 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     ``F x J`` or ``F x m`` in memory. The shifts are exact (they cancel), but a
     pair whose logits peak at different representers can have ``N`` underflow;
     pairs with ``N < _NORMALIZER_FLOOR`` are left out of the products and their
-    softmax computed directly. The products run in float64 whatever the input
-    dtype, since float32's exponent range (about ``e^{-87}``) would send most
-    pairs to the direct path. Equal to the entropy computed through the full
-    tensor up to rounding, gradients included (tested). A representer whose
-    probability underflows to exactly zero contributes ``0 * log(tiny) = 0``
-    and a finite gradient, where ``xlogy(p, p)`` would back-propagate
-    ``0 / 0``.
+    softmax computed directly. Such pairs are few when the larger, shared part
+    of the logits is in ``d`` (``qES`` puts the posterior mean there), since
+    each row of ``d`` then peaks near where its pairs' logits do. The products
+    run in float64 whatever the input dtype, since float32's exponent range
+    (about ``e^{-87}``) would send most pairs to the direct path. Equal to the
+    entropy computed through the full tensor up to rounding, gradients included
+    (tested). A representer whose probability underflows to exactly zero
+    contributes ``0 * log(tiny) = 0`` and a finite gradient, where
+    ``xlogy(p, p)`` would back-propagate ``0 / 0``.
 
     The gradient is written out (``_FactorizedPmaxEntropy``): four more matrix
     products of the same size, and a few elementwise passes, where autograd
@@ -475,8 +484,8 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     derivatives are those autograd takes of the forward arithmetic.
 
     Args:
-        a: A ``batch x F x m``-dim tensor of scaled fantasy means.
-        d: A ``batch x J x m``-dim tensor of scaled inner deviations (batch
+        a: A ``batch x F x m``-dim tensor of scaled fantasy mean shifts.
+        d: A ``batch x J x m``-dim tensor of scaled conditioned draws (batch
             shapes broadcast).
 
     Returns:

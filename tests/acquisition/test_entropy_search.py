@@ -546,7 +546,7 @@ def _reference_forward(acqf, X):
     from linear_operator.utils.cholesky import psd_safe_cholesky
 
     R = acqf.representer_points.to(X)
-    mu_R, L_R, z, prior_dev, h_prior = acqf._prior_terms(like=X)
+    _, L_R, z, prior_logits, h_prior = acqf._prior_terms(like=X)
     w, u = acqf._base_samples(q=X.shape[-2], like=X)
     tau = acqf.tau.to(X)
     S_XX_noisy, S_RX = acqf._cross_covariances(X, R)
@@ -560,9 +560,9 @@ def _reference_forward(acqf, X):
     )
     L_V = psd_safe_cholesky(V + torch.diag_embed(jitter))
     sim = z @ B_t + u @ L_V.mT
-    post_dev = prior_dev - (sim @ G_t) / tau
-    means = mu_R.unsqueeze(-2) + (w @ A_t) / tau
-    return h_prior - _reference_factorized_entropy(means, post_dev).mean(dim=-1)
+    post_logits = prior_logits - (sim @ G_t) / tau
+    shifts = (w @ A_t) / tau
+    return h_prior - _reference_factorized_entropy(shifts, post_logits).mean(dim=-1)
 
 
 class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
@@ -614,6 +614,65 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
                 self._check(acqf, X.reshape(30, 10, q, 3), dtype)
             finally:
                 entropy_search._CHUNK_ELEMENTS = original
+
+    def test_mean_with_the_draws(self):
+        # qES adds the posterior mean to the inner draws, not to the fantasies'
+        # shifts: the same logits (entropies within rounding of the logits,
+        # 64 eps of the largest), but the rows of the draws then peak near where
+        # the pairs do, so that far fewer pairs need the direct softmax than
+        # with the mean split the other way.
+        floor = entropy_search._NORMALIZER_FLOOR
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            gen = torch.Generator().manual_seed(5)
+            X_train = torch.rand(12, 3, generator=gen, dtype=torch.double)
+            Y = torch.sin(5.0 * X_train).sum(-1, keepdim=True)
+            model = SingleTaskGP(
+                X_train.to(**tkw), Y.to(**tkw), outcome_transform=Standardize(m=1)
+            ).eval()
+            model.covar_module.lengthscale = 0.25
+            model.likelihood.noise = 1e-4
+            R = torch.rand(24, 3, generator=gen, dtype=torch.double).to(**tkw)
+            acqf = qES(model, representer_points=R, tau=1e-2, num_inner_samples=64)
+            X = torch.rand(50, 1, 3, generator=gen, dtype=torch.double).to(**tkw)
+            mu, _, _, prior_logits, _ = acqf._prior_terms(like=X)
+            captured = []
+            original = entropy_search._factorized_pmax_entropy
+
+            def capture(a, d, captured=captured, original=original):
+                captured.append((a.detach(), d.detach()))
+                return original(a, d)
+
+            entropy_search._factorized_pmax_entropy = capture
+            try:
+                with torch.no_grad():
+                    acqf(X)
+            finally:
+                entropy_search._factorized_pmax_entropy = original
+            ((shifts, post_logits),) = captured
+
+            def num_direct(a, d):
+                a64, d64 = a.double(), d.double()
+                A = (a64 - a64.amax(-1, keepdim=True)).clamp_min(-300).exp()
+                E = (d64 - d64.amax(-1, keepdim=True)).clamp_min(-300).exp()
+                return int(((A @ E.mT) < floor).sum())
+
+            means, post_dev = mu.unsqueeze(-2) + shifts, post_logits - mu.unsqueeze(-2)
+            # Here 40 pairs against 536 (float64) of 50 x 32 x 64.
+            direct, direct_other_way = (
+                num_direct(shifts, post_logits),
+                num_direct(means, post_dev),
+            )
+            self.assertGreater(direct_other_way, 0)
+            self.assertLessEqual(10 * direct, direct_other_way)
+            eps = torch.finfo(dtype).eps
+            largest = post_logits.abs().max().item() + shifts.abs().max().item()
+            self.assertAllClose(
+                _reference_factorized_entropy(shifts, post_logits),
+                _reference_factorized_entropy(means, post_dev),
+                atol=64 * eps * largest,
+                rtol=0.0,
+            )
 
     def test_exponent_floor_is_reached_and_harmless(self):
         # Logits spread over thousands of units: most exponentials would be
