@@ -16,6 +16,10 @@ Usage:
         --problem hartmann6 --q 1 \
         --configs gibbon,qmes,qes,qes:t1664,qes:ei --repeats 5
 
+``--states RESULTS_CSV`` takes each seed's data from a run of the runner (its
+first ``--n`` evaluated points, e.g. the incumbent-heavy states of a BO run)
+instead of Sobol points.
+
 ``--profile`` additionally profiles one more call of each configuration (cProfile,
 after the timed repeats, on the last seed's data) and prints its top functions by
 cumulative time.
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import csv
 import pstats
 import statistics
 import time
@@ -44,6 +49,7 @@ from botorch.optim import optimize_acqf
 from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from torch import Tensor
 
 from botorch_ext.acquisition import qES
 from botorch_ext.runner.problems import get_problem
@@ -101,6 +107,18 @@ def _time_config(config: str, model, data, bounds, q: int) -> float:
     return time.process_time() - tic
 
 
+def _run_state(path: str, seed: int, n: int, dim: int) -> tuple[Tensor, Tensor]:
+    r"""The first ``n`` points of seed ``seed`` in a runner results.csv (maximize)."""
+    with open(path) as f:
+        rows = [r for r in csv.DictReader(f) if int(r["seed"]) == seed]
+    rows = sorted(rows, key=lambda r: int(r["n_evals"]))[:n]
+    if len(rows) < n:
+        raise ValueError(f"{path} has {len(rows)} rows of seed {seed}, not {n}")
+    X = torch.tensor([[float(r[f"x{i}"]) for i in range(dim)] for r in rows])
+    Y = -torch.tensor([[float(r["value"])] for r in rows])
+    return X.double(), Y.double()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--problem", default="hartmann6")
@@ -117,6 +135,12 @@ def main() -> None:
         "cumulative time)",
     )
     parser.add_argument("--top", type=int, default=25, help="rows per profile")
+    parser.add_argument(
+        "--states",
+        default=None,
+        help="a runner results.csv: each seed's data are its first --n evaluated "
+        "points there (states of a BO run) instead of --n Sobol points",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     problem = get_problem(args.problem, args.dim)
@@ -125,8 +149,11 @@ def main() -> None:
     seconds = {c: [] for c in configs}
     ratios = {c: [] for c in configs}
     for seed in range(args.seeds):
-        X = draw_sobol_samples(bounds, n=args.n, q=1, seed=seed).squeeze(-2)
-        Y = -problem(X).unsqueeze(-1)  # maximize
+        if args.states is None:
+            X = draw_sobol_samples(bounds, n=args.n, q=1, seed=seed).squeeze(-2)
+            Y = -problem(X).unsqueeze(-1)  # maximize
+        else:
+            X, Y = _run_state(args.states, seed, args.n, problem.dim)
         model = SingleTaskGP(X, Y, outcome_transform=Standardize(1))
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         data = SupervisedDataset(
