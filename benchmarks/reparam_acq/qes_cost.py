@@ -20,7 +20,8 @@ Usage:
 first ``--n`` evaluated points, e.g. the incumbent-heavy states of a BO run)
 instead of Sobol points.
 
-``--profile`` additionally profiles one more call of each configuration (cProfile,
+``--profile`` additionally profiles one more call of each configuration (cProfile
+with this process's CPU clock, so that other processes' load does not enter;
 after the timed repeats, on the last seed's data) and prints its top functions by
 cumulative time.
 """
@@ -177,7 +178,7 @@ def main() -> None:
         print(f"  {c:14s} {statistics.median(seconds[c]):7.3f}  ({ratio:.2f}x)")
     if args.profile:
         for c in configs:
-            profiler = cProfile.Profile()
+            profiler = cProfile.Profile(time.process_time)
             torch.manual_seed(0)
             profiler.enable()
             _time_config(c, model, data, bounds, args.q)
