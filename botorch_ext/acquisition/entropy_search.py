@@ -36,6 +36,7 @@ from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.models import ExactGP
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from botorch_ext.acquisition import representer_points
 from botorch_ext.acquisition.probability_of_improvement import DEFAULT_TAU
@@ -481,7 +482,8 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     The gradient is written out (``_FactorizedPmaxEntropy``): four more matrix
     products of the same size, and a few elementwise passes, where autograd
     would record and replay about thirty small operations per call; the
-    derivatives are those autograd takes of the forward arithmetic.
+    derivatives are those autograd takes of the forward arithmetic. There is no
+    second derivative (``qES`` is optimized with gradients only).
 
     Args:
         a: A ``batch x F x m``-dim tensor of scaled fantasy mean shifts.
@@ -508,7 +510,8 @@ class _FactorizedPmaxEntropy(torch.autograd.Function):
     ``g_a = g_A A`` and ``g_d = g_E E`` where the logit was not raised to
     ``_LOG_FLOOR`` (``clamp_min`` passes no gradient where it clamps) and the
     row maxima, which cancel, carry none. The directly computed pairs are
-    differentiated by autograd in the backward pass.
+    differentiated by autograd in the backward pass. Differentiable once: a
+    second derivative (e.g. ``create_graph=True``) raises an error.
     """
 
     @staticmethod
@@ -546,6 +549,7 @@ class _FactorizedPmaxEntropy(torch.autograd.Function):
         return h.reshape(*batch, F).to(a.dtype)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx: Any, grad_h: Tensor) -> tuple[Tensor, Tensor]:
         a64, d64, x, y, A, E, M, P, p, log_p, *pairs = ctx.saved_tensors
         a_shape, d_shape, a_dtype, d_dtype, batch = ctx.shapes

@@ -771,6 +771,13 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
                 scale_g = w.abs().max().item()
                 self.assertGreater(scale_g, 0.0)
                 self.assertAllClose(g, w, atol=1024 * eps * scale_g, rtol=0.0)
+        # Once differentiable: a second derivative (here of a vector-Jacobian
+        # product in a direction that requires grad) is refused, not wrong.
+        h = entropy_search._factorized_pmax_entropy(a, d)
+        v = torch.ones_like(h).requires_grad_(True)
+        (g,) = torch.autograd.grad(h, a, grad_outputs=v, create_graph=True)
+        with self.assertRaisesRegex(RuntimeError, "once_differentiable"):
+            g.sum().backward()
 
     def test_small_cholesky_and_shared_solve(self):
         for dtype in (torch.float, torch.double):
