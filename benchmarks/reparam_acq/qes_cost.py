@@ -115,9 +115,9 @@ def _run_state(path: str, seed: int, n: int, dim: int) -> tuple[Tensor, Tensor]:
     rows = sorted(rows, key=lambda r: int(r["n_evals"]))[:n]
     if len(rows) < n:
         raise ValueError(f"{path} has {len(rows)} rows of seed {seed}, not {n}")
-    X = torch.tensor([[float(r[f"x{i}"]) for i in range(dim)] for r in rows])
-    Y = -torch.tensor([[float(r["value"])] for r in rows])
-    return X.double(), Y.double()
+    X = [[float(r[f"x{i}"]) for i in range(dim)] for r in rows]
+    Y = [[-float(r["value"])] for r in rows]
+    return torch.tensor(X, dtype=torch.double), torch.tensor(Y, dtype=torch.double)
 
 
 def main() -> None:
