@@ -16,7 +16,12 @@ Usage:
         --problem hartmann6 --q 1 \
         --configs gibbon,qmes,qes,qes:t1664,qes:ei --repeats 5
 
-``--profile`` additionally profiles one more call of each configuration (cProfile,
+``--states RESULTS_CSV`` takes each seed's data from a run of the runner (its
+first ``--n`` evaluated points, e.g. the incumbent-heavy states of a BO run)
+instead of Sobol points.
+
+``--profile`` additionally profiles one more call of each configuration (cProfile
+with this process's CPU clock, so that other processes' load does not enter;
 after the timed repeats, on the last seed's data) and prints its top functions by
 cumulative time.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import csv
 import pstats
 import statistics
 import time
@@ -44,6 +50,7 @@ from botorch.optim import optimize_acqf
 from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.mlls import ExactMarginalLogLikelihood
+from torch import Tensor
 
 from botorch_ext.acquisition import qES
 from botorch_ext.runner.problems import get_problem
@@ -65,7 +72,12 @@ QES_OPTIONS = {
     "f32j128": {**_THOMPSON, "num_fantasies": 32, "num_inner_samples": 128},
     "f64j256": {**_THOMPSON, "num_fantasies": 64, "num_inner_samples": 256},
     "m32": {**_THOMPSON, "num_representer_points": 32},
-}
+    "pool1536": {**_THOMPSON, "num_candidates": 1024},
+    "pool768": {"representer_scheme": "thompson", "num_around_best": 256,
+                "num_candidates": 512},
+    "pool768m32": {"representer_scheme": "thompson", "num_around_best": 256,
+                   "num_candidates": 512, "num_representer_points": 32},
+}  # fmt: skip
 
 
 def _time_config(config: str, model, data, bounds, q: int) -> float:
@@ -96,9 +108,22 @@ def _time_config(config: str, model, data, bounds, q: int) -> float:
     return time.process_time() - tic
 
 
+def _run_state(path: str, seed: int, n: int, dim: int) -> tuple[Tensor, Tensor]:
+    r"""The first ``n`` points of seed ``seed`` in a runner results.csv (maximize)."""
+    with open(path) as f:
+        rows = [r for r in csv.DictReader(f) if int(r["seed"]) == seed]
+    rows = sorted(rows, key=lambda r: int(r["n_evals"]))[:n]
+    if len(rows) < n:
+        raise ValueError(f"{path} has {len(rows)} rows of seed {seed}, not {n}")
+    X = [[float(r[f"x{i}"]) for i in range(dim)] for r in rows]
+    Y = [[-float(r["value"])] for r in rows]
+    return torch.tensor(X, dtype=torch.double), torch.tensor(Y, dtype=torch.double)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--problem", default="hartmann6")
+    parser.add_argument("--dim", type=int, default=None, help="scalable problems")
     parser.add_argument("--n", type=int, default=30)
     parser.add_argument("--q", type=int, default=1)
     parser.add_argument("--configs", default="gibbon,qmes,qes")
@@ -111,16 +136,25 @@ def main() -> None:
         "cumulative time)",
     )
     parser.add_argument("--top", type=int, default=25, help="rows per profile")
+    parser.add_argument(
+        "--states",
+        default=None,
+        help="a runner results.csv: each seed's data are its first --n evaluated "
+        "points there (states of a BO run) instead of --n Sobol points",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
-    problem = get_problem(args.problem)
+    problem = get_problem(args.problem, args.dim)
     bounds = torch.stack([torch.zeros(problem.dim), torch.ones(problem.dim)]).double()
     configs = args.configs.split(",")
     seconds = {c: [] for c in configs}
     ratios = {c: [] for c in configs}
     for seed in range(args.seeds):
-        X = draw_sobol_samples(bounds, n=args.n, q=1, seed=seed).squeeze(-2)
-        Y = -problem(X).unsqueeze(-1)  # maximize
+        if args.states is None:
+            X = draw_sobol_samples(bounds, n=args.n, q=1, seed=seed).squeeze(-2)
+            Y = -problem(X).unsqueeze(-1)  # maximize
+        else:
+            X, Y = _run_state(args.states, seed, args.n, problem.dim)
         model = SingleTaskGP(X, Y, outcome_transform=Standardize(1))
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         data = SupervisedDataset(
@@ -144,7 +178,7 @@ def main() -> None:
         print(f"  {c:14s} {statistics.median(seconds[c]):7.3f}  ({ratio:.2f}x)")
     if args.profile:
         for c in configs:
-            profiler = cProfile.Profile()
+            profiler = cProfile.Profile(time.process_time)
             torch.manual_seed(0)
             profiler.enable()
             _time_config(c, model, data, bounds, args.q)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, cast
 
+import gpytorch
 import torch
 from botorch.acquisition.monte_carlo import MCAcquisitionFunction
 from botorch.acquisition.objective import PosteriorTransform
@@ -35,6 +36,7 @@ from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.models import ExactGP
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from botorch_ext.acquisition import representer_points
 from botorch_ext.acquisition.probability_of_improvement import DEFAULT_TAU
@@ -211,14 +213,14 @@ class qES(MCAcquisitionFunction):
                 f"`representer_points` has dimension {R.shape[-1]}, but `X` has "
                 f"dimension {X.shape[-1]}."
             )
-        prior_dev = self._prior_terms(like=X)[3]
+        prior_logits = self._prior_terms(like=X)[3]
         # Large batches (e.g. optimize_acqf's raw samples) go through in chunks
         # of about _CHUNK_ELEMENTS conditioned deviations: t-batches are
         # independent, and chunks that fit in cache run several times faster.
         # Only for an unbatched model, whose output batch is X's batch.
         batch = X.shape[:-2]
-        chunk = max(1, _CHUNK_ELEMENTS // prior_dev.shape[-2:].numel())
-        if prior_dev.dim() == 2 and batch.numel() > chunk:
+        chunk = max(1, _CHUNK_ELEMENTS // prior_logits.shape[-2:].numel())
+        if prior_logits.dim() == 2 and batch.numel() > chunk:
             flat = X.reshape(-1, *X.shape[-2:])
             parts = [self._entropy_reduction(c, R) for c in flat.split(chunk)]
             return torch.cat(parts).reshape(batch)
@@ -227,7 +229,7 @@ class qES(MCAcquisitionFunction):
     def _entropy_reduction(self, X: Tensor, R: Tensor) -> Tensor:
         r"""``forward`` on a ``batch_shape x q x d``-dim ``X`` in one piece."""
         q = X.shape[-2]
-        mu_R, L_R, z, prior_dev, h_prior = self._prior_terms(like=X)
+        _, L_R, z, prior_logits, h_prior = self._prior_terms(like=X)
         w, u = self._base_samples(q=q, like=X)
         tau = self.tau.to(X)
 
@@ -251,11 +253,16 @@ class qES(MCAcquisitionFunction):
         jitter_X = RELATIVE_JITTER[X.dtype] * S_XX_noisy.diagonal(dim1=-2, dim2=-1)
         L_V = _small_cholesky(V + torch.diag_embed(jitter_X))
         sim = z @ B_T + u @ L_V.transpose(-1, -2)  # b x J x q
-        # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w.
-        post_dev = prior_dev - (sim @ G_T) / tau  # b x J x m
-        means = mu_R.unsqueeze(-2) + (w @ A_T) / tau  # b x F x m
+        # Matheron's rule: f_R|y = f_R + G (y - f_X - eps) with y = mu_X + L_X w,
+        # whose mean part is mu_R + A w and draw part f_R - mu_R - G (f_X + eps -
+        # mu_X). The logits of (fantasy, inner draw) are the sum of the two; the
+        # prior mean mu_R goes with the draws (prior_logits = (mu_R + L_R z) /
+        # tau), so that each inner draw's row maximum sits near the pair's
+        # (see _factorized_pmax_entropy) and the fantasies carry only A w.
+        post_logits = prior_logits - (sim @ G_T) / tau  # b x J x m
+        shifts = (w @ A_T) / tau  # b x F x m
 
-        h_post = _factorized_pmax_entropy(means, post_dev).mean(dim=-1)  # b
+        h_post = _factorized_pmax_entropy(shifts, post_logits).mean(dim=-1)  # b
         return h_prior - h_post
 
     def _cross_covariances(self, X: Tensor, R: Tensor) -> tuple[Tensor, Tensor]:
@@ -293,15 +300,17 @@ class qES(MCAcquisitionFunction):
         DR, n, L_K, W_R, noise, scale = cache
         covar_module = cast(Kernel, self.model.covar_module)
         X_tf = self.model.transform_inputs(X)  # _tf: transformed inputs
-        batch = X_tf.shape[:-2]
-        # One kernel call for the training and representer rows: GPyTorch's
-        # lazy kernel evaluation costs about as much per call as the arithmetic.
-        k_DRX = covar_module(DR.expand(*batch, *DR.shape), X_tf).to_dense()
-        k_DX, k_RX = k_DRX[..., :n, :], k_DRX[..., n:, :]
+        batch, q = X_tf.shape[:-2], X_tf.shape[-2]
+        # One eager kernel call for the training, representer and X rows
+        # against X: GPyTorch's lazy kernel evaluation costs several times the
+        # arithmetic at these sizes.
+        rows = torch.cat([DR.expand(*batch, *DR.shape), X_tf], dim=-2)
+        with gpytorch.settings.lazily_evaluate_kernels(False):
+            k_all = covar_module(rows, X_tf).to_dense()
+        k_DX, k_RX, k_XX = k_all[..., :n, :], k_all[..., n:-q, :], k_all[..., -q:, :]
         W_X = torch.linalg.solve_triangular(L_K, k_DX, upper=False)  # b x n x q
         S_RX = scale * (k_RX - W_R.transpose(-1, -2) @ W_X)
-        k_XX = covar_module(X_tf).to_dense()
-        eye = torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
+        eye = torch.eye(q, dtype=X.dtype, device=X.device)
         S_XX_noisy = scale * (k_XX - W_X.transpose(-1, -2) @ W_X + noise * eye)
         return S_XX_noisy, S_RX
 
@@ -351,8 +360,8 @@ class qES(MCAcquisitionFunction):
 
         Returns ``mu_R / tau``, the Cholesky factor ``L_R`` of the (jittered)
         posterior covariance at the representers, the inner base samples ``z``
-        (``J x m``), the scaled deviations ``L_R z / tau`` and the current
-        entropy ``H[p_max | D]``.
+        (``J x m``), the scaled prior draws ``(mu_R + L_R z) / tau`` and the
+        current entropy ``H[p_max | D]``.
         Cached: build a new ``qES`` after refitting or conditioning the model, as
         with BoTorch's cached-Cholesky acquisition functions.
         """
@@ -379,10 +388,12 @@ class qES(MCAcquisitionFunction):
                 tau = self.tau.to(like)
                 z = self._inner_base_samples(m=R.shape[-2], like=like)
                 prior_dev = z @ L_R.transpose(-1, -2) / tau  # (model batch) x J x m
-                h_prior = _factorized_pmax_entropy(
-                    (mu_R / tau).unsqueeze(-2), prior_dev
-                ).squeeze(-1)
-            self._prior_cache[key] = (mu_R / tau, L_R, z, prior_dev, h_prior)
+                prior_logits = (mu_R / tau).unsqueeze(-2) + prior_dev
+                # One fantasy with no shift: the logits are the prior draws,
+                # split as in _entropy_reduction.
+                no_shift = torch.zeros_like(mu_R).unsqueeze(-2)
+                h_prior = _factorized_pmax_entropy(no_shift, prior_logits).squeeze(-1)
+            self._prior_cache[key] = (mu_R / tau, L_R, z, prior_logits, h_prior)
         return cast(tuple[Tensor, ...], self._prior_cache[key])
 
     def _base_samples(self, q: int, like: Tensor) -> tuple[Tensor, Tensor]:
@@ -449,8 +460,8 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     r"""Entropies of softmax-relaxed ``p_max`` for every fantasy.
 
     Computed without the ``fantasies x inner samples x representers`` tensor.
-    For fantasy ``f`` the logits of inner draw ``j`` are ``a_f + d_j`` (fantasy
-    mean plus conditioned deviation, both divided by tau), and
+    For fantasy ``f`` the logits of inner draw ``j`` are ``a_f + d_j`` (the
+    fantasy's mean shift plus the conditioned draw, both divided by tau), and
     ``p_f = mean_j softmax(a_f + d_j)``. The softmax factorizes: with
     ``A = exp(a - max a)`` and ``E = exp(d - max d)`` (row-wise shifts), the
     normalizers are ``N = A E^T`` and ``p_f = A_f * (N_f^{-1} E) / J``, two
@@ -458,42 +469,118 @@ def _factorized_pmax_entropy(a: Tensor, d: Tensor) -> Tensor:
     ``F x J`` or ``F x m`` in memory. The shifts are exact (they cancel), but a
     pair whose logits peak at different representers can have ``N`` underflow;
     pairs with ``N < _NORMALIZER_FLOOR`` are left out of the products and their
-    softmax computed directly. The products run in float64 whatever the input
-    dtype, since float32's exponent range (about ``e^{-87}``) would send most
-    pairs to the direct path. Equal to the entropy computed through the full
-    tensor up to rounding, gradients included (tested). A representer whose
-    probability underflows to exactly zero contributes ``0 * log(tiny) = 0``
-    and a finite gradient, where ``xlogy(p, p)`` would back-propagate
-    ``0 / 0``.
+    softmax computed directly. Such pairs are few when the larger, shared part
+    of the logits is in ``d`` (``qES`` puts the posterior mean there), since
+    each row of ``d`` then peaks near where its pairs' logits do. The products
+    run in float64 whatever the input dtype, since float32's exponent range
+    (about ``e^{-87}``) would send most pairs to the direct path. Equal to the
+    entropy computed through the full tensor up to rounding, gradients included
+    (tested). A representer whose probability underflows to exactly zero
+    contributes ``0 * log(tiny) = 0`` and a finite gradient, where
+    ``xlogy(p, p)`` would back-propagate ``0 / 0``.
+
+    The gradient is written out (``_FactorizedPmaxEntropy``): four more matrix
+    products of the same size, and a few elementwise passes, where autograd
+    would record and replay about thirty small operations per call; the
+    derivatives are those autograd takes of the forward arithmetic. There is no
+    second derivative (``qES`` is optimized with gradients only).
 
     Args:
-        a: A ``batch x F x m``-dim tensor of scaled fantasy means.
-        d: A ``batch x J x m``-dim tensor of scaled inner deviations (batch
+        a: A ``batch x F x m``-dim tensor of scaled fantasy mean shifts.
+        d: A ``batch x J x m``-dim tensor of scaled conditioned draws (batch
             shapes broadcast).
 
     Returns:
         A ``batch x F``-dim tensor of entropies in nats, in ``a``'s dtype.
     """
-    batch = torch.broadcast_shapes(a.shape[:-2], d.shape[:-2])
-    F, J, m = a.shape[-2], d.shape[-2], a.shape[-1]
-    a64 = a.double().expand(*batch, F, m).reshape(-1, F, m)
-    d64 = d.double().expand(*batch, J, m).reshape(-1, J, m)
-    # Shifted logits are clamped at _LOG_FLOOR so that no exponential, and no
-    # product of two in the matrix products, is subnormal (subnormal arithmetic
-    # is about 100x slower on x86); see _LOG_FLOOR for why this leaves the
-    # entropy unchanged to rounding.
-    A = (a64 - a64.detach().amax(dim=-1, keepdim=True)).clamp_min(_LOG_FLOOR).exp()
-    E = (d64 - d64.detach().amax(dim=-1, keepdim=True)).clamp_min(_LOG_FLOOR).exp()
-    N = A @ E.transpose(-1, -2)  # B x F x J
-    ok = N >= _NORMALIZER_FLOOR
-    inv_N = torch.where(ok, N.clamp_min(_NORMALIZER_FLOOR).reciprocal(), 0.0)
-    p = A * (inv_N @ E) / J  # B x F x m
-    if not bool(ok.all()):
-        b_idx, f_idx, j_idx = (~ok).nonzero(as_tuple=True)
-        direct = torch.softmax(a64[b_idx, f_idx] + d64[b_idx, j_idx], dim=-1) / J
-        p = p.index_put((b_idx, f_idx), direct, accumulate=True)
-    h = -(p * p.clamp_min(torch.finfo(p.dtype).tiny).log()).sum(dim=-1)
-    return h.reshape(*batch, F).to(a.dtype)
+    h: Tensor = _FactorizedPmaxEntropy.apply(a, d)  # type: ignore[no-untyped-call]
+    return h
+
+
+class _FactorizedPmaxEntropy(torch.autograd.Function):
+    r"""``_factorized_pmax_entropy`` with its gradient written out.
+
+    Notation as in ``_factorized_pmax_entropy`` (per batch member): ``A`` is
+    ``F x m``, ``E`` is ``J x m``, ``N = A E^T``, ``M = 1 / N`` on the kept
+    pairs and 0 on the others, ``P = M E`` and ``p = A * P / J`` (plus the
+    directly computed softmaxes of the other pairs). With ``g_p`` the gradient
+    with respect to ``p``, the chain rule through these definitions gives
+    ``g_A = g_p * P / J + g_N E``, ``g_E = M^T g_P + g_N^T A`` with
+    ``g_P = g_p * A / J``, ``g_M = g_P E^T`` and ``g_N = -g_M M^2``; then
+    ``g_a = g_A A`` and ``g_d = g_E E`` where the logit was not raised to
+    ``_LOG_FLOOR`` (``clamp_min`` passes no gradient where it clamps) and the
+    row maxima, which cancel, carry none. The directly computed pairs are
+    differentiated by autograd in the backward pass. Differentiable once: a
+    second derivative (e.g. ``create_graph=True``) raises an error.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, a: Tensor, d: Tensor) -> Tensor:
+        batch = torch.broadcast_shapes(a.shape[:-2], d.shape[:-2])
+        F, J, m = a.shape[-2], d.shape[-2], a.shape[-1]
+        a64 = a.double().expand(*batch, F, m).reshape(-1, F, m)
+        d64 = d.double().expand(*batch, J, m).reshape(-1, J, m)
+        # Shifted logits are clamped at _LOG_FLOOR so that no exponential, and no
+        # product of two in the matrix products, is subnormal (subnormal
+        # arithmetic is about 100x slower on x86); see _LOG_FLOOR for why this
+        # leaves the entropy unchanged to rounding.
+        x = a64 - a64.amax(dim=-1, keepdim=True)
+        y = d64 - d64.amax(dim=-1, keepdim=True)
+        A = x.clamp_min(_LOG_FLOOR).exp_()
+        E = y.clamp_min(_LOG_FLOOR).exp_()
+        N = A @ E.transpose(-1, -2)  # B x F x J
+        ok = N >= _NORMALIZER_FLOOR
+        all_ok = bool(ok.all())
+        M = N.clamp_min_(_NORMALIZER_FLOOR).reciprocal_()
+        if not all_ok:
+            M = M.masked_fill_(~ok, 0.0)
+        P = M @ E  # B x F x m
+        p = A * P / J
+        pairs: tuple[Tensor, ...] = ()
+        if not all_ok:
+            b_idx, f_idx, j_idx = (~ok).nonzero(as_tuple=True)
+            direct = torch.softmax(a64[b_idx, f_idx] + d64[b_idx, j_idx], dim=-1) / J
+            p = p.index_put((b_idx, f_idx), direct, accumulate=True)
+            pairs = (b_idx, f_idx, j_idx)
+        log_p = p.clamp_min(torch.finfo(p.dtype).tiny).log()
+        h = -(p * log_p).sum(dim=-1)
+        ctx.save_for_backward(a64, d64, x, y, A, E, M, P, p, log_p, *pairs)
+        ctx.shapes = (a.shape, d.shape, a.dtype, d.dtype, batch)
+        return h.reshape(*batch, F).to(a.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_h: Tensor) -> tuple[Tensor, Tensor]:
+        a64, d64, x, y, A, E, M, P, p, log_p, *pairs = ctx.saved_tensors
+        a_shape, d_shape, a_dtype, d_dtype, batch = ctx.shapes
+        J = E.shape[-2]
+        tiny = torch.finfo(p.dtype).tiny
+        # h = -sum_k p_k log(max(p_k, tiny)): the derivative is
+        # -(log(max(p, tiny)) + [p >= tiny]).
+        g_h = grad_h.double().reshape(-1, p.shape[-2], 1)
+        g_p = -g_h * (log_p + (p >= tiny).to(p.dtype))
+        g_P = g_p * A / J
+        g_M = g_P @ E.transpose(-1, -2)  # B x F x J
+        g_N = g_M.mul_(M).mul_(M).neg_()
+        g_A = g_p * P / J + g_N @ E
+        g_E = M.transpose(-1, -2) @ g_P + g_N.transpose(-1, -2) @ A
+        g_a = g_A.mul_(A).masked_fill_(x < _LOG_FLOOR, 0.0)
+        g_d = g_E.mul_(E).masked_fill_(y < _LOG_FLOOR, 0.0)
+        if pairs:
+            b_idx, f_idx, j_idx = pairs
+            with torch.enable_grad():
+                a_sub = a64[b_idx, f_idx].detach().requires_grad_(True)
+                d_sub = d64[b_idx, j_idx].detach().requires_grad_(True)
+                direct = torch.softmax(a_sub + d_sub, dim=-1) / J
+                ga_sub, gd_sub = torch.autograd.grad(
+                    direct, (a_sub, d_sub), grad_outputs=g_p[b_idx, f_idx]
+                )
+            g_a = g_a.index_put((b_idx, f_idx), ga_sub, accumulate=True)
+            g_d = g_d.index_put((b_idx, j_idx), gd_sub, accumulate=True)
+        F, m = a_shape[-2], a_shape[-1]
+        g_a = g_a.reshape(*batch, F, m).sum_to_size(a_shape).to(a_dtype)
+        g_d = g_d.reshape(*batch, J, m).sum_to_size(d_shape).to(d_dtype)
+        return g_a, g_d
 
 
 def _model_input_dim(model: Model) -> int | None:

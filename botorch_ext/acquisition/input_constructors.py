@@ -300,6 +300,7 @@ def construct_inputs_qES(
     num_representer_points: int = 64,
     representer_scheme: str = "thompson",
     num_around_best: int = 512,
+    num_candidates: int | None = None,
     tau: float | None = None,
     num_fantasies: int = 32,
     num_inner_samples: int = 128,
@@ -330,6 +331,8 @@ def construct_inputs_qES(
             (its default, ``"thompson"``: sampled maximizers).
         num_around_best: ``draw_representer_points``'s ``num_around_best``
             (its default, 512: the pool gains points near the best inputs).
+        num_candidates: ``draw_representer_points``'s ``num_candidates`` (its
+            default if None: ``max(1024, 16 m)`` Sobol points in the pool).
         tau: The temperature; ``0.01`` times the standard deviation of the
             training outcomes if None.
         num_fantasies: Number of fantasy observations.
@@ -386,6 +389,7 @@ def construct_inputs_qES(
             seed=seed,
             scheme=representer_scheme,
             num_around_best=num_around_best,
+            num_candidates=num_candidates,
             X_baseline=X,
         )
     if tau is None:

@@ -203,10 +203,11 @@ def _sampled_maximizers(
         device=pool.device,
     )
     jitter = RELATIVE_JITTER[pool.dtype] * covariance.diagonal().mean()
-    eye = torch.eye(
-        covariance.shape[-1], dtype=covariance.dtype, device=covariance.device
-    )
-    L = psd_safe_cholesky(covariance + jitter * eye)
+    # The jitter added to the diagonal of a copy, as ``covariance + jitter * I``
+    # without the identity matrix (the same numbers).
+    jittered = covariance.clone()
+    jittered.diagonal().add_(jitter)
+    L = psd_safe_cholesky(jittered)
     draws = mean + z @ L.transpose(-1, -2)
     maximizers: Tensor = draws.argmax(dim=-1).unique()
     return maximizers

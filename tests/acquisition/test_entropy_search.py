@@ -425,6 +425,43 @@ class TestDrawRepresenterPoints(BotorchTestCase):
         )
         self.assertGreater((R_ei - 0.7).abs().max().item(), 0.05)
 
+    def test_sampled_maximizers_factor_the_jittered_covariance(self):
+        # The jitter goes on the diagonal of a copy: the matrix factorized is
+        # covariance + jitter * I exactly, the covariance is left as it was and
+        # the draws are mean + z L^T with z from the generator.
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            gen = torch.Generator().manual_seed(3)
+            M = torch.randn(40, 40, generator=gen, dtype=torch.double)
+            covariance = (M @ M.mT / 40).to(**tkw)
+            before = covariance.clone()
+            mean = torch.randn(40, generator=gen, dtype=torch.double).to(**tkw)
+            pool = torch.rand(40, 2, generator=gen, dtype=torch.double).to(**tkw)
+            factored = []
+            original = representer_points.psd_safe_cholesky
+
+            def capture(A, factored=factored, original=original):
+                factored.append(A.clone())
+                return original(A)
+
+            representer_points.psd_safe_cholesky = capture
+            try:
+                got = representer_points._sampled_maximizers(
+                    mean, covariance, pool, 16, torch.Generator().manual_seed(1)
+                )
+            finally:
+                representer_points.psd_safe_cholesky = original
+            jitter = (
+                representer_points.RELATIVE_JITTER[dtype] * before.diagonal().mean()
+            )
+            eye = torch.eye(40, **tkw)
+            self.assertTrue(torch.equal(factored[0], before + jitter * eye))
+            self.assertTrue(torch.equal(covariance, before))
+            z = torch.randn(16, 40, generator=torch.Generator().manual_seed(1), **tkw)
+            L = torch.linalg.cholesky(before + jitter * eye)
+            want = (mean + z @ L.mT).argmax(dim=-1).unique()
+            self.assertTrue(torch.equal(got, want))
+
     def test_concentrates_on_high_improvement(self):
         model = make_gp(device=self.device)
         bounds = torch.tensor(
@@ -546,7 +583,7 @@ def _reference_forward(acqf, X):
     from linear_operator.utils.cholesky import psd_safe_cholesky
 
     R = acqf.representer_points.to(X)
-    mu_R, L_R, z, prior_dev, h_prior = acqf._prior_terms(like=X)
+    _, L_R, z, prior_logits, h_prior = acqf._prior_terms(like=X)
     w, u = acqf._base_samples(q=X.shape[-2], like=X)
     tau = acqf.tau.to(X)
     S_XX_noisy, S_RX = acqf._cross_covariances(X, R)
@@ -560,9 +597,9 @@ def _reference_forward(acqf, X):
     )
     L_V = psd_safe_cholesky(V + torch.diag_embed(jitter))
     sim = z @ B_t + u @ L_V.mT
-    post_dev = prior_dev - (sim @ G_t) / tau
-    means = mu_R.unsqueeze(-2) + (w @ A_t) / tau
-    return h_prior - _reference_factorized_entropy(means, post_dev).mean(dim=-1)
+    post_logits = prior_logits - (sim @ G_t) / tau
+    shifts = (w @ A_t) / tau
+    return h_prior - _reference_factorized_entropy(shifts, post_logits).mean(dim=-1)
 
 
 class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
@@ -615,6 +652,63 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
             finally:
                 entropy_search._CHUNK_ELEMENTS = original
 
+    def test_mean_with_the_draws(self):
+        # qES adds the posterior mean to the inner draws, not to the fantasies'
+        # shifts: the same logits (entropies within rounding of the logits,
+        # 64 eps of the largest), but the rows of the draws then peak near where
+        # the pairs do, so that far fewer pairs need the direct softmax than
+        # with the mean split the other way.
+        floor = entropy_search._NORMALIZER_FLOOR
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            gen = torch.Generator().manual_seed(5)
+            X_train = torch.rand(12, 3, generator=gen, dtype=torch.double)
+            Y = torch.sin(5.0 * X_train).sum(-1, keepdim=True)
+            model = SingleTaskGP(
+                X_train.to(**tkw), Y.to(**tkw), outcome_transform=Standardize(m=1)
+            ).eval()
+            model.covar_module.lengthscale = 0.25
+            model.likelihood.noise = 1e-4
+            R = torch.rand(24, 3, generator=gen, dtype=torch.double).to(**tkw)
+            acqf = qES(model, representer_points=R, tau=1e-2, num_inner_samples=64)
+            X = torch.rand(50, 1, 3, generator=gen, dtype=torch.double).to(**tkw)
+            mu, _, _, prior_logits, _ = acqf._prior_terms(like=X)
+            captured = []
+            original = entropy_search._factorized_pmax_entropy
+
+            def capture(a, d, captured=captured, original=original):
+                captured.append((a.detach(), d.detach()))
+                return original(a, d)
+
+            entropy_search._factorized_pmax_entropy = capture
+            try:
+                with torch.no_grad():
+                    acqf(X)
+            finally:
+                entropy_search._factorized_pmax_entropy = original
+            ((shifts, post_logits),) = captured
+
+            def num_direct(a, d):
+                a64, d64 = a.double(), d.double()
+                A = (a64 - a64.amax(-1, keepdim=True)).clamp_min(-300).exp()
+                E = (d64 - d64.amax(-1, keepdim=True)).clamp_min(-300).exp()
+                return int(((A @ E.mT) < floor).sum())
+
+            means, post_dev = mu.unsqueeze(-2) + shifts, post_logits - mu.unsqueeze(-2)
+            # Here 40 of the 50 x 32 x 64 pairs (float64), against 536 with the
+            # mean moved to the fantasies.
+            direct = num_direct(shifts, post_logits)
+            self.assertLessEqual(1000 * direct, shifts.shape[0] * 32 * 64)
+            self.assertLessEqual(10 * direct, num_direct(means, post_dev))
+            eps = torch.finfo(dtype).eps
+            largest = post_logits.abs().max().item() + shifts.abs().max().item()
+            self.assertAllClose(
+                _reference_factorized_entropy(shifts, post_logits),
+                _reference_factorized_entropy(means, post_dev),
+                atol=64 * eps * largest,
+                rtol=0.0,
+            )
+
     def test_exponent_floor_is_reached_and_harmless(self):
         # Logits spread over thousands of units: most exponentials would be
         # subnormal or zero without the floor; entropies and gradients agree.
@@ -637,6 +731,53 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
             ):
                 scale = w.abs().max().item()
                 self.assertAllClose(g, w, atol=1024 * eps * scale, rtol=0.0)
+
+    def test_written_out_gradient_matches_autograd(self):
+        # _factorized_pmax_entropy's hand-written backward against autograd
+        # through the same forward arithmetic (_reference_factorized_entropy),
+        # with broadcast batch shapes, at a scale where no pair falls below the
+        # normalizer floor and at one where many do (the directly computed
+        # pairs) and logits fall below the exponent floor.
+        floor = entropy_search._NORMALIZER_FLOOR
+        shapes = (((3, 5, 4, 16), (5, 32, 16)), ((4, 16), (2, 32, 16)))
+        for dtype, scale, (a_shape, d_shape) in itertools.product(
+            (torch.float, torch.double), (1.0, 400.0), shapes
+        ):
+            eps = torch.finfo(dtype).eps
+            gen = torch.Generator().manual_seed(4)
+            a = scale * torch.randn(*a_shape, generator=gen, dtype=torch.double)
+            d = scale * torch.randn(*d_shape, generator=gen, dtype=torch.double)
+            a = a.to(device=self.device, dtype=dtype).requires_grad_(True)
+            d = d.to(device=self.device, dtype=dtype).requires_grad_(True)
+            a64, d64 = a.detach().double(), d.detach().double()
+            x = (a64 - a64.amax(-1, keepdim=True)).exp()
+            y = (d64 - d64.amax(-1, keepdim=True)).exp()
+            any_direct = bool(((x @ y.mT) < floor).any())
+            self.assertEqual(any_direct, scale > 1.0)
+            got = entropy_search._factorized_pmax_entropy(a, d)
+            want = _reference_factorized_entropy(a, d)
+            self.assertEqual(got.dtype, dtype)
+            self.assertAllClose(got, want, atol=64 * eps, rtol=64 * eps)
+            # A weighted sum, so that every fantasy's gradient matters.
+            weights = torch.rand(got.shape, generator=gen, dtype=torch.double)
+            weights = weights.to(got)
+            for g, w in zip(
+                torch.autograd.grad((weights * got).sum(), (a, d)),
+                torch.autograd.grad((weights * want).sum(), (a, d)),
+                strict=True,
+            ):
+                self.assertEqual(g.shape, w.shape)
+                self.assertEqual(g.dtype, dtype)
+                scale_g = w.abs().max().item()
+                self.assertGreater(scale_g, 0.0)
+                self.assertAllClose(g, w, atol=1024 * eps * scale_g, rtol=0.0)
+        # Once differentiable: a second derivative (here of a vector-Jacobian
+        # product in a direction that requires grad) is refused, not wrong.
+        h = entropy_search._factorized_pmax_entropy(a, d)
+        v = torch.ones_like(h).requires_grad_(True)
+        (g,) = torch.autograd.grad(h, a, grad_outputs=v, create_graph=True)
+        with self.assertRaisesRegex(RuntimeError, "once_differentiable"):
+            g.sum().backward()
 
     def test_small_cholesky_and_shared_solve(self):
         for dtype in (torch.float, torch.double):
