@@ -232,7 +232,15 @@ class TestEULBOAblations(BotorchTestCase):
 
         self.assertEqual(
             set(bock_ablations.ABLATIONS),
-            {"bock-continuous", "bock-direction", "bock-scaled", "bock-warm"},
+            {
+                "bock-continuous",
+                "bock-direction",
+                "bock-scaled",
+                "bock-warm",
+                "bock-ftol",
+                "bock-scipy-ftol",
+                "bock-acqf-ftol",
+            },
         )
         spec = "benchmarks.bock.ablations:bock_direction"
         self.addCleanup(_forget, spec)
