@@ -253,7 +253,7 @@ def main() -> None:
         # A smoke run never appends to the recorded results.
         args.output = os.path.join(tempfile.gettempdir(), "eulbo_step_cost_quick.csv")
     if args.one:
-        method, n = args.one.split(":")
+        method, n = args.one.rsplit(":", 1)  # the method may be module:attribute
         print(json.dumps(one(method, int(n), args.q, args.device, top)))
         return
     sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
