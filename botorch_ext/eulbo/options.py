@@ -444,7 +444,9 @@ class EULBOOptions:
     which the ELBO fit's L-BFGS uses all the data (``elbo.optimizer="auto"``;
     above, that many points drawn at random) and the joint phase gets its full
     L-BFGS-B budget. The defaults are the package's: L-BFGS in both phases;
-    ``table1()`` is the paper's minibatch-Adam setting.
+    ``table1()`` is the paper's minibatch-Adam setting, ``authors()`` the
+    authors' released code's, and ``turbo()`` bounds every search of a step for
+    long high-dimensional TuRBO runs.
 
     Example:
         >>> opts = EULBOOptions(stopping=StoppingOptions(max_steps=500))
