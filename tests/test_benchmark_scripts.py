@@ -24,6 +24,7 @@ MODULES = {
     "benchmarks/bock/ablations.py": "runner methods, used as --method module:attr",
     "benchmarks/bock/kernels.py": "the BOCK ablations' kernels (ablations.py)",
     "benchmarks/eulbo/ablations.py": "runner methods, used as --method module:attr",
+    "benchmarks/reparam_acq/qes_speed.py": "runner methods of the qES cost screen",
 }
 
 #: Seconds one script may take to import and print its help (a failsafe: about
