@@ -625,18 +625,24 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
         self.assertGreater(scale, 0.0)
         self.assertAllClose(got_grad, want_grad, atol=1024 * eps * scale, rtol=0.0)
 
+    @staticmethod
+    def _sharp_model(tkw):
+        r"""A 12-point GP with short lengthscales, 24 representers and the stream."""
+        gen = torch.Generator().manual_seed(5)
+        X_train = torch.rand(12, 3, generator=gen, dtype=torch.double)
+        Y = torch.sin(5.0 * X_train).sum(-1, keepdim=True)
+        model = SingleTaskGP(
+            X_train.to(**tkw), Y.to(**tkw), outcome_transform=Standardize(m=1)
+        ).eval()
+        model.covar_module.lengthscale = 0.25
+        model.likelihood.noise = 1e-4
+        R = torch.rand(24, 3, generator=gen, dtype=torch.double).to(**tkw)
+        return model, R, gen
+
     def test_forward_agrees_with_slow_path(self):
         for dtype, q in itertools.product((torch.float, torch.double), (1, 2)):
             tkw = {"device": self.device, "dtype": dtype}
-            gen = torch.Generator().manual_seed(5)
-            X_train = torch.rand(12, 3, generator=gen, dtype=torch.double)
-            Y = torch.sin(5.0 * X_train).sum(-1, keepdim=True)
-            model = SingleTaskGP(
-                X_train.to(**tkw), Y.to(**tkw), outcome_transform=Standardize(m=1)
-            ).eval()
-            model.covar_module.lengthscale = 0.25
-            model.likelihood.noise = 1e-4
-            R = torch.rand(24, 3, generator=gen, dtype=torch.double).to(**tkw)
+            model, R, gen = self._sharp_model(tkw)
             # A small tau spreads the logits over hundreds of units, so that
             # some shifted logits fall below the exponent floor.
             acqf = qES(model, representer_points=R, tau=1e-3, num_inner_samples=64)
@@ -661,15 +667,7 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
         floor = entropy_search._NORMALIZER_FLOOR
         for dtype in (torch.float, torch.double):
             tkw = {"device": self.device, "dtype": dtype}
-            gen = torch.Generator().manual_seed(5)
-            X_train = torch.rand(12, 3, generator=gen, dtype=torch.double)
-            Y = torch.sin(5.0 * X_train).sum(-1, keepdim=True)
-            model = SingleTaskGP(
-                X_train.to(**tkw), Y.to(**tkw), outcome_transform=Standardize(m=1)
-            ).eval()
-            model.covar_module.lengthscale = 0.25
-            model.likelihood.noise = 1e-4
-            R = torch.rand(24, 3, generator=gen, dtype=torch.double).to(**tkw)
+            model, R, gen = self._sharp_model(tkw)
             acqf = qES(model, representer_points=R, tau=1e-2, num_inner_samples=64)
             X = torch.rand(50, 1, 3, generator=gen, dtype=torch.double).to(**tkw)
             mu, _, _, prior_logits, _ = acqf._prior_terms(like=X)
