@@ -120,7 +120,11 @@ def one(method: str, n: int, q: int, device: str = "cpu", profile_top: int = 0) 
 
 
 def from_state(
-    path: str, n: int | None, profile_top: int = 0, eulbo_options: str = "stored"
+    path: str,
+    n: int | None,
+    profile_top: int = 0,
+    eulbo_options: str = "stored",
+    device: str = "cpu",
 ) -> dict:
     import torch
 
@@ -132,7 +136,8 @@ def from_state(
     from common import OtherCPU, environment
 
     torch.set_num_threads(1)
-    state = torch.load(path, weights_only=False)
+    # map_location moves every stored tensor, the carried model's included.
+    state = torch.load(path, weights_only=False, map_location=device)
     X, Y, run = state["X"][:n], state["Y"][:n], state["method"]
     if eulbo_options == "turbo":
         if run.preset is not None:
@@ -146,6 +151,8 @@ def from_state(
         if profiler is not None:
             profiler.enable()
         proposal = run.propose(X, Y, bounds, 20, 0, options)
+        if X.is_cuda:
+            torch.cuda.synchronize(X.device)
         if profiler is not None:
             profiler.disable()
         step, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -164,6 +171,7 @@ def from_state(
         "step_s": round(step, 3),
         "step_cpu_s": round(cpu, 3),
         "eulbo_options": eulbo_options,
+        "device": torch.cuda.get_device_name(X.device) if X.is_cuda else "cpu",
         "fit_s": round(proposal.fit_seconds, 3),
         "fit_steps": proposal.diagnostics.get("fit_steps"),
         "fit_elbo": proposal.diagnostics.get("elbo"),
@@ -222,7 +230,9 @@ def main() -> None:
     top = args.profile_top if args.profile else 0
     if args.state:
         if args.one:
-            row = from_state(args.state, args.state_n, top, args.eulbo_options)
+            row = from_state(
+                args.state, args.state_n, top, args.eulbo_options, args.device
+            )
             print(json.dumps(row))
             return
         sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/
@@ -230,7 +240,7 @@ def main() -> None:
 
         worker = ["--one", "state", "--state", args.state]
         worker += ["--state-n", str(args.state_n)] if args.state_n else []
-        worker += ["--eulbo-options", args.eulbo_options]
+        worker += ["--eulbo-options", args.eulbo_options, "--device", args.device]
         worker += ["--profile", "--profile-top", str(top)] if top else []
         for _ in range(args.repeats):
             done = _worker(worker, f"step from {args.state}")
