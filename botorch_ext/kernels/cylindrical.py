@@ -321,13 +321,13 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         return m.alpha
 
     def _alpha_closure(self, m: BOCKKernel, v: Tensor) -> None:
-        m.alpha = v
+        m._set_warp_from_prior("alpha", v)
 
     def _beta_param(self, m: BOCKKernel) -> Tensor:
         return m.beta
 
     def _beta_closure(self, m: BOCKKernel, v: Tensor) -> None:
-        m.beta = v
+        m._set_warp_from_prior("beta", v)
 
     @property
     def angular_weights(self) -> Tensor:
@@ -384,6 +384,23 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
     @beta.setter
     def beta(self, value: float | Tensor) -> None:
         self._set_warp("beta", value)
+
+    def _set_warp_from_prior(self, name: str, value: Tensor) -> None:
+        r"""The warp's prior closure: a value outside the box is a rejected draw.
+
+        BoTorch's ``sample_all_priors`` (the fallback of ``fit_gpytorch_mll`` after
+        a failed fit) draws again when the closure raises GPyTorch's "out of
+        bounds of its current constraints" ``RuntimeError``; the priors put mass
+        outside the boxes, so a draw can land there.
+        """
+        constraint = getattr(self, f"raw_{name}_constraint")
+        if not bool(constraint.check(value.to(constraint.lower_bound))):
+            raise RuntimeError(
+                f"A sample of `{name}`'s prior, {value.tolist()}, is out of bounds "
+                f"of its current constraints [{constraint.lower_bound.item():g}, "
+                f"{constraint.upper_bound.item():g}]."
+            )
+        self._set_warp(name, value)
 
     def _set_warp(self, name: str, value: float | Tensor) -> None:
         raw = getattr(self, f"raw_{name}")

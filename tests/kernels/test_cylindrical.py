@@ -9,6 +9,7 @@ from botorch.acquisition import qLogNoisyExpectedImprovement
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.optim import optimize_acqf
+from botorch.optim.utils import sample_all_priors
 from botorch.sampling import SobolQMCNormalSampler
 from botorch.utils.testing import BotorchTestCase
 from gpytorch.constraints import Interval
@@ -911,6 +912,33 @@ class TestBOCKKernelInBoTorch(BotorchTestCase):
             # a corner.
             post = model.posterior(torch.tensor([[0.45] * d, [1.0] * d], **tkw))
             self.assertGreater(post.mean[0].item(), post.mean[1].item())
+
+    def test_fit_fallback_samples_the_warp_inside_its_box(self):
+        # After a failed fit, fit_gpytorch_mll restarts from sample_all_priors.
+        # The warp's priors put mass outside the boxes (log alpha ~ N(0, 0.5^2):
+        # about 58% of draws lie outside [0.5, 1]); such a draw is rejected and
+        # drawn again, never an error.
+        for dtype in (torch.float, torch.double):
+            tkw = {"device": self.device, "dtype": dtype}
+            X = torch.rand(6, 2, **tkw)
+            model = SingleTaskGP(X, X.sum(-1, keepdim=True), covar_module=BOCKKernel())
+            kernel = model.covar_module
+            alphas, betas = [], []
+            for seed in range(20):
+                torch.manual_seed(seed)
+                sample_all_priors(model)
+                alphas.append(kernel.alpha.item())
+                betas.append(kernel.beta.item())
+            for name, values, (low, high) in (
+                ("alpha", alphas, (0.5, 1.0)),
+                ("beta", betas, (1.0, 2.0)),
+            ):
+                with self.subTest(dtype=dtype, name=name):
+                    self.assertTrue(all(low <= v <= high for v in values), values)
+                    self.assertGreater(len(set(values)), 10)  # drawn, not clamped
+            # A user's out-of-box value is still the setter's ValueError.
+            with self.assertRaisesRegex(ValueError, r"`alpha` must lie in"):
+                kernel.alpha = 2.0
 
 
 class TestDeprecatedName(unittest.TestCase):
