@@ -21,6 +21,10 @@ data flows through them in a BO step:
 * ``fit`` (with ``adam`` and ``collapsed``): ``fit_elbo``, the ELBO fit, by
   BoTorch's SciPy L-BFGS-B (the package's one L-BFGS driver) or Adam.
 * ``joint``, ``joint_adam``, ``joint_epochs``: the joint phase's optimizers.
+* ``state`` and ``inducing``: how a model starts (checked data, kernel,
+  carried state) and its inducing points when none are carried
+  (``LowMemoryGreedyVarianceReduction``, ``LowMemoryGreedyImprovementReduction``:
+  BoTorch's allocators without the ``n x n`` training kernel).
 * ``snapshot``: ``Snapshot``, the one way the fits and joint phases save a
   state and restore it (rollback, best state, restart).
 * ``optimize``: ``optimize_eulbo``, one BO step (fit, warm start, joint phase).
@@ -54,6 +58,10 @@ References:
 """
 
 from botorch_ext.eulbo.fit import fit_elbo
+from botorch_ext.eulbo.inducing import (
+    LowMemoryGreedyImprovementReduction,
+    LowMemoryGreedyVarianceReduction,
+)
 from botorch_ext.eulbo.model import EULBOModel
 from botorch_ext.eulbo.objective import EULBO
 from botorch_ext.eulbo.optimize import optimize_eulbo, warm_start
@@ -84,6 +92,8 @@ __all__ = [
     "EULBOModel",
     "EULBOOptions",
     "JointOptions",
+    "LowMemoryGreedyImprovementReduction",
+    "LowMemoryGreedyVarianceReduction",
     "StoppingOptions",
     "UtilityOptions",
     "WarmStartOptions",

@@ -123,8 +123,9 @@ class EULBOModel(SingleTaskVariationalGP):
     without carried ``q(u)`` starts it at its closed-form optimum
     (``set_optimal_variational_distribution``), with inducing points from
     BoTorch's ``GreedyImprovementReduction`` [Moss2023ipa]_ given a previous
-    model and ``GreedyVarianceReduction`` otherwise
-    (``botorch_ext.eulbo.state``).
+    model and ``GreedyVarianceReduction`` otherwise, computed one kernel row at
+    a time (``botorch_ext.eulbo.inducing``: the same points in ``O(nm)``
+    memory instead of the ``n x n`` training kernel).
 
     **What the model does not hold.** The settings of its fit are not model
     state: the EULBO's ELBO scale, utility weight and incumbent are held by the

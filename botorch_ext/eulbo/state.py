@@ -30,11 +30,7 @@ from botorch.models.transforms.outcome import OutcomeTransform, Standardize
 from botorch.models.utils.gpytorch_modules import (
     get_gaussian_likelihood_with_lognormal_prior,
 )
-from botorch.models.utils.inducing_point_allocators import (
-    GreedyImprovementReduction,
-    GreedyVarianceReduction,
-    InducingPointAllocator,
-)
+from botorch.models.utils.inducing_point_allocators import InducingPointAllocator
 from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import Kernel, ScaleKernel
@@ -42,6 +38,10 @@ from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.models import ApproximateGP
 from torch import Tensor
 
+from botorch_ext.eulbo.inducing import (
+    LowMemoryGreedyImprovementReduction,
+    LowMemoryGreedyVarianceReduction,
+)
 from botorch_ext.kernels.dim_scaled import (
     get_isotropic_rbf_kernel_with_dim_scaled_prior,
 )
@@ -300,7 +300,9 @@ def initial_inducing_points(
     points plus the newest inputs, which it had not seen. Otherwise allocated by
     ``allocator``, by default BoTorch's ``GreedyImprovementReduction``
     [Moss2023ipa]_ given a previous model and ``GreedyVarianceReduction``
-    without one, padded by ``fill_inducing_points``.
+    without one, in their row-wise forms
+    (``botorch_ext.eulbo.inducing``: the same points without the ``n x n``
+    kernel matrix), padded by ``fill_inducing_points``.
 
     Example:
         >>> Z = initial_inducing_points(model_X, kernel, 100, None, None, True)
@@ -327,9 +329,9 @@ def initial_inducing_points(
         return cast(Tensor, Z)
     if allocator is None:
         allocator = (
-            GreedyVarianceReduction()
+            LowMemoryGreedyVarianceReduction()
             if previous_model is None
-            else GreedyImprovementReduction(previous_model, maximize=True)
+            else LowMemoryGreedyImprovementReduction(previous_model, maximize=True)
         )
     Z = allocator.allocate_inducing_points(
         inputs=model_X,
