@@ -28,12 +28,13 @@ References:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from botorch.models.model import Model
 from botorch.models.utils.inducing_point_allocators import (
     GreedyImprovementReduction,
     GreedyVarianceReduction,
-    InducingPointAllocator,
     QualityFunction,
 )
 from botorch.utils.probability.utils import ndtr, phi
@@ -154,8 +155,40 @@ class ChunkedExpectedImprovementQuality(QualityFunction):
         return sigma * (phi(u) + u * ndtr(u))
 
 
-class _KernelRowsAllocation(InducingPointAllocator):
-    r"""BoTorch's allocation with ``greedy_pivots`` in the unbatched case."""
+def _allocate_by_rows(
+    quality_function: QualityFunction,
+    botorch_allocation: Callable[..., Tensor],
+    inputs: Tensor,
+    covar_module: Module,
+    num_inducing: int,
+    input_batch_shape: torch.Size,
+) -> Tensor:
+    r"""BoTorch's allocation with ``greedy_pivots`` in the unbatched case.
+
+    Batched or multi-task inputs go to ``botorch_allocation`` (BoTorch's own,
+    for its shapes).
+    """
+    covar_module = covar_module.to(inputs.device)
+    args = (inputs, covar_module, num_inducing, input_batch_shape)
+    if inputs.ndim != 2 or len(input_batch_shape) != 0:
+        return botorch_allocation(*args)
+    with torch.no_grad():
+        if covar_module(inputs[:1], diag=True).ndim != 1:  # multi-task
+            return botorch_allocation(*args)
+    quality_scores = quality_function(inputs)
+    return greedy_pivots(inputs, covar_module, num_inducing, quality_scores)
+
+
+class LowMemoryGreedyVarianceReduction(GreedyVarianceReduction):
+    r"""BoTorch's ``GreedyVarianceReduction`` without the ``n x n`` kernel.
+
+    The points of largest conditional variance, picked greedily [Burt2020svgp]_.
+
+    Example:
+        >>> Z = LowMemoryGreedyVarianceReduction().allocate_inducing_points(
+        ...     X, kernel, 100, torch.Size([])
+        ... )
+    """
 
     def allocate_inducing_points(
         self,
@@ -164,7 +197,7 @@ class _KernelRowsAllocation(InducingPointAllocator):
         num_inducing: int,
         input_batch_shape: torch.Size,
     ) -> Tensor:
-        r"""Up to ``num_inducing`` inducing points for ``inputs``.
+        r"""Up to ``num_inducing`` points of ``inputs`` (BoTorch's signature).
 
         Args:
             inputs: A ``batch_shape x n x d`` input tensor.
@@ -176,35 +209,17 @@ class _KernelRowsAllocation(InducingPointAllocator):
             ``k x d`` points, ``k <= num_inducing``; batched or multi-task
             inputs go to BoTorch's allocation (its shapes).
         """
-        covar_module = covar_module.to(inputs.device)
-        if inputs.ndim != 2 or len(input_batch_shape) != 0:
-            return super().allocate_inducing_points(
-                inputs, covar_module, num_inducing, input_batch_shape
-            )
-        with torch.no_grad():
-            if covar_module(inputs[:1], diag=True).ndim != 1:  # multi-task
-                return super().allocate_inducing_points(
-                    inputs, covar_module, num_inducing, input_batch_shape
-                )
-        quality_scores = self._get_quality_function()(inputs)
-        return greedy_pivots(inputs, covar_module, num_inducing, quality_scores)
+        return _allocate_by_rows(
+            self._get_quality_function(),
+            super().allocate_inducing_points,
+            inputs,
+            covar_module,
+            num_inducing,
+            input_batch_shape,
+        )
 
 
-class LowMemoryGreedyVarianceReduction(_KernelRowsAllocation, GreedyVarianceReduction):
-    r"""BoTorch's ``GreedyVarianceReduction`` without the ``n x n`` kernel.
-
-    The points of largest conditional variance, picked greedily [Burt2020svgp]_.
-
-    Example:
-        >>> Z = LowMemoryGreedyVarianceReduction().allocate_inducing_points(
-        ...     X, kernel, 100, torch.Size([])
-        ... )
-    """
-
-
-class LowMemoryGreedyImprovementReduction(
-    _KernelRowsAllocation, GreedyImprovementReduction
-):
+class LowMemoryGreedyImprovementReduction(GreedyImprovementReduction):
     r"""BoTorch's ``GreedyImprovementReduction`` without the ``n x n`` kernel.
 
     Conditional variance weighted by the previous model's expected improvement
@@ -217,3 +232,31 @@ class LowMemoryGreedyImprovementReduction(
 
     def _get_quality_function(self) -> QualityFunction:
         return ChunkedExpectedImprovementQuality(self._model, self._maximize)
+
+    def allocate_inducing_points(
+        self,
+        inputs: Tensor,
+        covar_module: Module,
+        num_inducing: int,
+        input_batch_shape: torch.Size,
+    ) -> Tensor:
+        r"""Up to ``num_inducing`` points of ``inputs`` (BoTorch's signature).
+
+        Args:
+            inputs: A ``batch_shape x n x d`` input tensor.
+            covar_module: The kernel.
+            num_inducing: The number of points wanted.
+            input_batch_shape: The non-task batch shape.
+
+        Returns:
+            ``k x d`` points, ``k <= num_inducing``; batched or multi-task
+            inputs go to BoTorch's allocation (its shapes).
+        """
+        return _allocate_by_rows(
+            self._get_quality_function(),
+            super().allocate_inducing_points,
+            inputs,
+            covar_module,
+            num_inducing,
+            input_batch_shape,
+        )
