@@ -218,3 +218,18 @@ class TestWithBoTorchSVGP(BotorchTestCase):
                 points[name] = strategy.inducing_points.detach()
             self.assertEqual(points["rows"].shape, torch.Size([12, 3]))
             self.assertTrue(torch.equal(points["rows"], points["botorch"]))
+
+
+class TestDocumentedDefaults(BotorchTestCase):
+    def test_defaults(self):
+        from botorch_ext.eulbo.inducing import (
+            PIVOT_EPSILON,
+            QUALITY_CHUNK,
+            ChunkedExpectedImprovementQuality,
+        )
+
+        self.assertEqual(QUALITY_CHUNK, 1024)
+        self.assertEqual(PIVOT_EPSILON, 1e-6)  # BoTorch's stopping threshold
+        X = torch.rand(5, 1, device=self.device, dtype=torch.double)
+        quality = ChunkedExpectedImprovementQuality(SingleTaskGP(X, X), True)
+        self.assertEqual(quality.chunk_size, QUALITY_CHUNK)
