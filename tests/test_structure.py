@@ -168,15 +168,18 @@ class TestStructure(unittest.TestCase):
         # The model holds data, state and posterior; the objective, options,
         # fits and joint phases take it as an argument and are never imported
         # by it (no callbacks). It imports how it starts (state) and its
-        # posterior's arithmetic (predictive), which import no EULBO module.
+        # posterior's arithmetic (predictive); state imports the inducing-point
+        # allocators (inducing); these import no other EULBO module.
         graph = import_graph(package_modules())
         own = {t for t in graph["botorch_ext.eulbo.model"] if "eulbo" in t}
         self.assertEqual(
             own, {"botorch_ext.eulbo.state", "botorch_ext.eulbo.predictive"}
         )
-        for lower in ("state", "predictive"):
+        below = {"state": {"botorch_ext.eulbo.inducing"}, "predictive": set()}
+        below["inducing"] = set()
+        for lower, allowed in below.items():
             imported = graph[f"botorch_ext.eulbo.{lower}"]
-            self.assertFalse({t for t in imported if "eulbo" in t})
+            self.assertEqual({t for t in imported if "eulbo" in t}, allowed)
 
     def test_the_eulbo_lives_in_its_home(self):
         # Nothing below the EULBO's home (models/, optim/, acquisition/) imports
