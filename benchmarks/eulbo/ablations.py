@@ -119,6 +119,12 @@ turbo_elbo_svgp_bounded = SVGPMethod(
     None, turbo=True, kernel=svgp_ard_kernel, options=EULBOOptions.turbo()
 )
 
+# The runner's turbo-eulbo-ei and turbo-elbo-svgp as they were before they took
+# EULBOOptions.turbo() (EULBOOptions' defaults): the rover results recorded under
+# those names before the change.
+turbo_eulbo_ei_stored = SVGPMethod("ei", turbo=True, kernel=svgp_ard_kernel)
+turbo_elbo_svgp_stored = SVGPMethod(None, turbo=True, kernel=svgp_ard_kernel)
+
 #: The names of the stored results -> the methods.
 ABLATIONS = {
     name.replace("_", "-"): method

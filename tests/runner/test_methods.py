@@ -636,3 +636,31 @@ class TestFitOptions(BotorchTestCase):
                 cand = method.new_run().propose(X, Y, bounds, 1, 0, options).candidates
                 self.assertEqual(cand.shape, torch.Size([1, 3]))
         self.assertEqual(seen, [None, acqf_options])
+
+
+class TestTurboMethodsBoundSearches(BotorchTestCase):
+    def test_turbo_svgp_methods_use_the_turbo_preset(self):
+        # The registered TuRBO SVGP methods run the bounded searches; the others
+        # keep EULBOOptions' defaults.
+        from botorch_ext.eulbo import EULBOOptions
+
+        for name in ("turbo-eulbo-ei", "turbo-elbo-svgp"):
+            with self.subTest(name=name):
+                run = get_method(name).new_run()
+                self.assertEqual(run.base_options, EULBOOptions.turbo())
+                self.assertEqual(run.base_options.warm_start.max_iter, 50)
+        for name in ("eulbo-ei", "elbo-svgp"):
+            with self.subTest(name=name):
+                self.assertEqual(
+                    get_method(name).new_run().base_options, EULBOOptions()
+                )
+        # The earlier settings stay reachable for the results recorded with them.
+        from benchmarks.eulbo import ablations
+
+        for method in (
+            ablations.turbo_eulbo_ei_stored,
+            ablations.turbo_elbo_svgp_stored,
+        ):
+            self.assertEqual(method.new_run().base_options, EULBOOptions())
+            self.assertIs(method.kernel, kernels.svgp_ard_kernel)
+            self.assertTrue(method.turbo)
