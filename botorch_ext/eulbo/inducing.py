@@ -28,13 +28,12 @@ References:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from botorch.models.model import Model
 from botorch.models.utils.inducing_point_allocators import (
     GreedyImprovementReduction,
     GreedyVarianceReduction,
+    InducingPointAllocator,
     QualityFunction,
 )
 from botorch.utils.probability.utils import ndtr, phi
@@ -155,39 +154,16 @@ class ChunkedExpectedImprovementQuality(QualityFunction):
         return sigma * (phi(u) + u * ndtr(u))
 
 
-def _allocate_by_rows(
-    quality_function: QualityFunction,
-    botorch_allocation: Callable[..., Tensor],
-    inputs: Tensor,
-    covar_module: Module,
-    num_inducing: int,
-    input_batch_shape: torch.Size,
-) -> Tensor:
-    r"""BoTorch's allocation with ``greedy_pivots`` in the unbatched case.
+class RowwiseAllocationMixin(InducingPointAllocator):
+    r"""BoTorch's ``allocate_inducing_points`` with ``greedy_pivots`` when unbatched.
 
-    Batched or multi-task inputs go to ``botorch_allocation`` (BoTorch's own,
-    for its shapes).
-    """
-    covar_module = covar_module.to(inputs.device)
-    args = (inputs, covar_module, num_inducing, input_batch_shape)
-    if inputs.ndim != 2 or len(input_batch_shape) != 0:
-        return botorch_allocation(*args)
-    with torch.no_grad():
-        if covar_module(inputs[:1], diag=True).ndim != 1:  # multi-task
-            return botorch_allocation(*args)
-    quality_scores = quality_function(inputs)
-    return greedy_pivots(inputs, covar_module, num_inducing, quality_scores)
-
-
-class LowMemoryGreedyVarianceReduction(GreedyVarianceReduction):
-    r"""BoTorch's ``GreedyVarianceReduction`` without the ``n x n`` kernel.
-
-    The points of largest conditional variance, picked greedily [Burt2020svgp]_.
+    Put it before a BoTorch allocator in the bases: the allocator's quality
+    function (``_get_quality_function``) is kept, and batched or multi-task
+    inputs still go to BoTorch's own allocation (its shapes).
 
     Example:
-        >>> Z = LowMemoryGreedyVarianceReduction().allocate_inducing_points(
-        ...     X, kernel, 100, torch.Size([])
-        ... )
+        >>> class Rowwise(RowwiseAllocationMixin, GreedyVarianceReduction):
+        ...     pass
     """
 
     def allocate_inducing_points(
@@ -209,17 +185,33 @@ class LowMemoryGreedyVarianceReduction(GreedyVarianceReduction):
             ``k x d`` points, ``k <= num_inducing``; batched or multi-task
             inputs go to BoTorch's allocation (its shapes).
         """
-        return _allocate_by_rows(
-            self._get_quality_function(),
-            super().allocate_inducing_points,
-            inputs,
-            covar_module,
-            num_inducing,
-            input_batch_shape,
-        )
+        covar_module = covar_module.to(inputs.device)
+        with torch.no_grad():
+            # BoTorch's own case split: its unbatched case is a 2-D kernel matrix.
+            batched = covar_module(inputs[..., :1, :], diag=True).ndim != 1
+        if batched:
+            return super().allocate_inducing_points(
+                inputs, covar_module, num_inducing, input_batch_shape
+            )
+        quality_scores = self._get_quality_function()(inputs)
+        return greedy_pivots(inputs, covar_module, num_inducing, quality_scores)
 
 
-class LowMemoryGreedyImprovementReduction(GreedyImprovementReduction):
+class LowMemoryGreedyVarianceReduction(RowwiseAllocationMixin, GreedyVarianceReduction):
+    r"""BoTorch's ``GreedyVarianceReduction`` without the ``n x n`` kernel.
+
+    The points of largest conditional variance, picked greedily [Burt2020svgp]_.
+
+    Example:
+        >>> Z = LowMemoryGreedyVarianceReduction().allocate_inducing_points(
+        ...     X, kernel, 100, torch.Size([])
+        ... )
+    """
+
+
+class LowMemoryGreedyImprovementReduction(
+    RowwiseAllocationMixin, GreedyImprovementReduction
+):
     r"""BoTorch's ``GreedyImprovementReduction`` without the ``n x n`` kernel.
 
     Conditional variance weighted by the previous model's expected improvement
@@ -232,31 +224,3 @@ class LowMemoryGreedyImprovementReduction(GreedyImprovementReduction):
 
     def _get_quality_function(self) -> QualityFunction:
         return ChunkedExpectedImprovementQuality(self._model, self._maximize)
-
-    def allocate_inducing_points(
-        self,
-        inputs: Tensor,
-        covar_module: Module,
-        num_inducing: int,
-        input_batch_shape: torch.Size,
-    ) -> Tensor:
-        r"""Up to ``num_inducing`` points of ``inputs`` (BoTorch's signature).
-
-        Args:
-            inputs: A ``batch_shape x n x d`` input tensor.
-            covar_module: The kernel.
-            num_inducing: The number of points wanted.
-            input_batch_shape: The non-task batch shape.
-
-        Returns:
-            ``k x d`` points, ``k <= num_inducing``; batched or multi-task
-            inputs go to BoTorch's allocation (its shapes).
-        """
-        return _allocate_by_rows(
-            self._get_quality_function(),
-            super().allocate_inducing_points,
-            inputs,
-            covar_module,
-            num_inducing,
-            input_batch_shape,
-        )

@@ -121,6 +121,16 @@ class TestGreedyPivots(BotorchTestCase):
             X, kernel, 10, torch.Size([3])
         )
         self.assertTrue(torch.equal(got, expected))
+        # Unbatched inputs and kernel with a batch shape: BoTorch's unbatched case.
+        X2, kernel2 = X[0], _kernel(2, tkw)
+        got = LowMemoryGreedyVarianceReduction().allocate_inducing_points(
+            X2, kernel2, 10, torch.Size([2])
+        )
+        expected = GreedyVarianceReduction().allocate_inducing_points(
+            X2, kernel2, 10, torch.Size([2])
+        )
+        self.assertEqual(got.shape, expected.shape)
+        self.assertTrue(torch.equal(got, expected))
 
 
 class TestEULBOModelAllocates(BotorchTestCase):
