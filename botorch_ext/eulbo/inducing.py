@@ -77,12 +77,14 @@ def greedy_pivots(
         numerically of lower rank).
 
     Raises:
-        ValueError: If ``inputs`` is not ``n x d`` or ``quality_scores`` does not
-            have ``n`` entries.
+        ValueError: If ``inputs`` is not ``n x d``, ``max_length`` is below 1 or
+            ``quality_scores`` does not have ``n`` entries.
     """
     if inputs.ndim != 2:
         raise ValueError(f"`inputs` must be n x d, got shape {tuple(inputs.shape)}.")
     n = inputs.shape[0]
+    if max_length < 1:
+        raise ValueError(f"`max_length` must be at least 1, got {max_length}.")
     if quality_scores.shape != (n,):
         raise ValueError(
             f"`quality_scores` must have shape ({n},), got "

@@ -107,6 +107,8 @@ class TestGreedyPivots(BotorchTestCase):
         kernel = _kernel(2, tkw)
         with self.assertRaisesRegex(ValueError, r"`inputs` must be n x d"):
             greedy_pivots(torch.rand(2, 5, 2, **tkw), kernel, 3, torch.ones(5, **tkw))
+        with self.assertRaisesRegex(ValueError, r"`max_length` must be at least 1"):
+            greedy_pivots(torch.rand(5, 2, **tkw), kernel, 0, torch.ones(5, **tkw))
         with self.assertRaisesRegex(ValueError, r"`quality_scores` must have"):
             greedy_pivots(torch.rand(5, 2, **tkw), kernel, 3, torch.ones(4, **tkw))
 
