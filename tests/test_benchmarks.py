@@ -3,6 +3,7 @@ repository's layout."""
 
 import csv
 import gzip
+import json
 import shutil
 import subprocess
 import tempfile
@@ -387,3 +388,77 @@ class TestGrid2x2Table(unittest.TestCase):
         # Mean -2.0, standard error of (-1, -3): stdev sqrt(2) / sqrt(2) = 1.
         self.assertIn("| `a` - `b` | -2.000 +/- 1.000 (2), 2 better |", text)
         self.assertIn("| `a` | -3.000 +/- 1.000 (2) |", text)
+
+
+class TestRover20kReport(unittest.TestCase):
+    def _write_run(self, folder: Path) -> None:
+        # Two initial points, then 12 steps of q = 2; step i costs i + 0.5 s
+        # (fit 0.5, acquisition i), written on both of its rows as the runner does.
+        with (folder / "results.csv").open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(
+                [
+                    "method",
+                    "seed",
+                    "iteration",
+                    "n_evals",
+                    "fit_seconds",
+                    "acq_seconds",
+                    "best_value",
+                    "model_noise",
+                    "x0",
+                ]
+            )
+            for n in (1, 2):
+                writer.writerow(["m", 0, 0, n, 0, 0, -n, "", 0.1])
+            for i in range(1, 13):
+                for j in (1, 2):
+                    n = 2 + 2 * (i - 1) + j
+                    writer.writerow(["m", 0, i, n, 0.5, i, -n, 0.01 * i, 0.2])
+
+    def test_step_costs_and_their_stored_rows(self):
+        report = load_script("benchmarks/eulbo/rover20k_report.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            self._write_run(folder)
+            direct = report.step_costs(folder / "results.csv", [10, 26], window=3)
+            steps = report.step_rows(folder / "results.csv")
+            self.assertEqual(len(steps), 12)
+            self.assertEqual([int(r["n_evals"]) for r in steps], list(range(4, 27, 2)))
+            self.assertEqual(steps[-1]["best_value"], "-26")
+            stored = folder / "steps.csv.gz"
+            report.write_steps(steps, stored)
+            self.assertEqual(report.step_rows(stored), steps)
+            self.assertEqual(report.step_costs(stored, [10, 26], window=3), direct)
+            # A count the run has not reached has no step cost.
+            beyond = report.step_costs(stored, [30], window=3)["m"]["step_s_at_30"]
+            self.assertIsNone(beyond)
+        summary = direct["m"]
+        self.assertEqual(summary["evaluations"], 26)
+        self.assertEqual(summary["steps"], 12)
+        self.assertAlmostEqual(summary["proposal_hours"] * 3600, 6.0 + 78.0)
+        # n = 10 ends step 4: the median of steps 2-4 is step 3's 3.5 s.
+        self.assertEqual(summary["step_s_at_10"], 3.5)
+        self.assertEqual(summary["step_s_at_26"], 11.5)
+
+    def test_cpu_record_from_each_segments_last_sample(self):
+        report = load_script("benchmarks/eulbo/rover20k_report.py")
+        samples = [
+            {"segment": "a", "cpu": 10.0, "wall": 12.0, "peak_rss_mb": 100.0},
+            {"segment": "a", "cpu": 20.0, "wall": 25.0, "peak_rss_mb": 300.0},
+            {"segment": "b", "cpu": 5.0, "wall": 6.0, "peak_rss_mb": 200.0},
+            {"segment": "b", "cpu": 7.0, "wall": 9.0, "peak_rss_mb": 250.0},
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            full = Path(tmp) / "cpu.jsonl"
+            full.write_text("".join(json.dumps(s) + "\n" for s in samples))
+            record = report.cpu_record(full)
+            self.assertEqual(
+                record,
+                {"cpu_s": 27.0, "wall_s": 34.0, "peak_rss_mb": 300.0, "segments": 2},
+            )
+            lasts = report.segment_lasts(full)
+            self.assertEqual(lasts, [samples[1], samples[3]])
+            short = Path(tmp) / "last.jsonl"
+            short.write_text("".join(json.dumps(s) + "\n" for s in lasts))
+            self.assertEqual(report.cpu_record(short), record)
