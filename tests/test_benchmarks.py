@@ -462,3 +462,31 @@ class TestRover20kReport(unittest.TestCase):
             short = Path(tmp) / "last.jsonl"
             short.write_text("".join(json.dumps(s) + "\n" for s in lasts))
             self.assertEqual(report.cpu_record(short), record)
+
+
+class TestStepCostFitBudget(unittest.TestCase):
+    def test_the_fit_budget_reaches_the_stored_runs_fit(self):
+        import torch
+
+        from botorch_ext.runner.checkpoint import save_state
+        from botorch_ext.runner.methods import get_method
+        from botorch_ext.runner.problems import get_problem
+
+        step_cost = load_script("benchmarks/eulbo/step_cost.py")
+        problem = get_problem("rover")
+        gen = torch.Generator().manual_seed(0)
+        bounds = problem.bounds.double()
+        X = bounds[0] + (bounds[1] - bounds[0]) * torch.rand(
+            40, bounds.shape[1], generator=gen, dtype=torch.double
+        )
+        Y = problem(X).reshape(-1, 1)
+        method = get_method("turbo-elbo-svgp").new_run()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "state.pt"
+            save_state(path, "key", X, Y, method)
+            row = step_cost.from_state(str(path), None, fit_max_iter=2)
+        self.assertEqual(row["n"], 40)
+        self.assertEqual(row["fit_max_iter"], 2)
+        self.assertLessEqual(row["fit_steps"], 2)
+        # Without it, the stored run's own budget (EULBOOptions.turbo()'s 100).
+        self.assertEqual(method.base_options.elbo.lbfgs_max_iter, 100)

@@ -29,7 +29,11 @@ batch (``candidates_sum``), so that two versions of the code can be checked to p
 the same batch. The package is imported from ``PYTHONPATH``: set it to a checkout of
 another commit to time that commit's code on the same state. ``--eulbo-options turbo``
 replaces the stored run's settings by ``EULBOOptions.turbo()`` (the package's arms
-only), to time the bounded searches on the same state.
+only), to time the bounded searches on the same state. ``--fit-max-iter K`` sets the
+carried ELBO fit's L-BFGS budget (``elbo.lbfgs_max_iter``) of the step to ``K``; the
+row's ``fit_elbo`` is the per-datum bound of all the data after the fit, also when
+the fit used a random subset (``n > lbfgs_max_n``), so that the budget's effect on
+the fit of all the data can be read beside its cost.
 
 ``--profile`` runs the timed step under ``cProfile`` and prints its top functions by
 cumulative time (``--profile-top``, default 25) after each configuration's line; the
@@ -125,7 +129,10 @@ def from_state(
     profile_top: int = 0,
     eulbo_options: str = "stored",
     device: str = "cpu",
+    fit_max_iter: int | None = None,
 ) -> dict:
+    import dataclasses
+
     import torch
 
     from botorch_ext.eulbo import EULBOOptions
@@ -143,6 +150,11 @@ def from_state(
         if run.preset is not None:
             raise SystemExit("--eulbo-options turbo: not a run of the package's arms")
         run.base_options = EULBOOptions.turbo()
+    if fit_max_iter is not None:
+        if run.preset is not None:
+            raise SystemExit("--fit-max-iter: not a run of the package's arms")
+        elbo = dataclasses.replace(run.base_options.elbo, lbfgs_max_iter=fit_max_iter)
+        run.base_options = run.base_options.replace(elbo=elbo)
     bounds = get_problem("rover").bounds.to(X)
     options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=100)
     profiler = cProfile.Profile() if profile_top else None
@@ -171,6 +183,7 @@ def from_state(
         "step_s": round(step, 3),
         "step_cpu_s": round(cpu, 3),
         "eulbo_options": eulbo_options,
+        "fit_max_iter": run.base_options.elbo.lbfgs_max_iter,
         "device": torch.cuda.get_device_name(X.device) if X.is_cuda else "cpu",
         "fit_s": round(proposal.fit_seconds, 3),
         "fit_steps": proposal.diagnostics.get("fit_steps"),
@@ -226,12 +239,22 @@ def main() -> None:
         default="stored",
         help="with --state: the run's own settings or EULBOOptions.turbo()",
     )
+    parser.add_argument(
+        "--fit-max-iter",
+        type=int,
+        help="with --state: the carried ELBO fit's L-BFGS budget for the step",
+    )
     args = parser.parse_args()
     top = args.profile_top if args.profile else 0
     if args.state:
         if args.one:
             row = from_state(
-                args.state, args.state_n, top, args.eulbo_options, args.device
+                args.state,
+                args.state_n,
+                top,
+                args.eulbo_options,
+                args.device,
+                args.fit_max_iter,
             )
             print(json.dumps(row))
             return
@@ -241,6 +264,8 @@ def main() -> None:
         worker = ["--one", "state", "--state", args.state]
         worker += ["--state-n", str(args.state_n)] if args.state_n else []
         worker += ["--eulbo-options", args.eulbo_options, "--device", args.device]
+        if args.fit_max_iter is not None:
+            worker += ["--fit-max-iter", str(args.fit_max_iter)]
         worker += ["--profile", "--profile-top", str(top)] if top else []
         for _ in range(args.repeats):
             done = _worker(worker, f"step from {args.state}")
@@ -250,7 +275,8 @@ def main() -> None:
             append_csv_row(args.output, row)
             print(
                 f"n={row['n']} step {row['step_s']} s, CPU {row['step_cpu_s']} s, "
-                f"fit {row['fit_s']} s ({row['fit_steps']} steps, ELBO "
+                f"fit budget {row['fit_max_iter']}, fit {row['fit_s']} s "
+                f"({row['fit_steps']} steps, ELBO "
                 f"{row['fit_elbo']}), other CPU {row['other_cpu']}, "
                 f"code {row['code']}",
                 flush=True,
