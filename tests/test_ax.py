@@ -818,7 +818,12 @@ class TestStorage(BotorchTestCase):
 #: (and of the options themselves), by group; a field added to the options must
 #: be added here, or the round-trip test below fails.
 NON_DEFAULT_OPTIONS = {
-    "elbo": {"optimizer": "adam", "lbfgs_max_iter": 123, "epochs": 4},
+    "elbo": {
+        "optimizer": "adam",
+        "lbfgs_max_iter": 123,
+        "subset_max_iter": 9,
+        "epochs": 4,
+    },
     "adam": {"lr_w": 0.0203, "lr_x": 0.0047, "batch_size": 17, "grad_clip": 3.5},
     "stopping": {
         "convergence": "epochs",

@@ -132,6 +132,21 @@ turbo_eulbo_ei_fit10 = SVGPMethod(
 turbo_elbo_svgp_fit10 = SVGPMethod(
     None, turbo=True, kernel=svgp_ard_kernel, options=FIT10
 )
+# The bounded searches with the budget of 10 for the subset fit only (above
+# lbfgs_max_n points; runs to 2,000 evaluations are those of EULBOOptions.turbo()):
+# the BO check continues the *_default_kernel_bounded runs from 2,000 evaluations
+# (fork_run.py), and the 20,000-evaluation run has the ARD kernel.
+SUBSET10 = EULBOOptions.turbo(
+    elbo=ELBOFitOptions(lbfgs_max_iter=100, subset_max_iter=10)
+)
+turbo_eulbo_ei_default_kernel_subset10 = SVGPMethod("ei", turbo=True, options=SUBSET10)
+turbo_elbo_svgp_default_kernel_subset10 = SVGPMethod(None, turbo=True, options=SUBSET10)
+turbo_eulbo_ei_subset10 = SVGPMethod(
+    "ei", turbo=True, kernel=svgp_ard_kernel, options=SUBSET10
+)
+turbo_elbo_svgp_subset10 = SVGPMethod(
+    None, turbo=True, kernel=svgp_ard_kernel, options=SUBSET10
+)
 
 # The runner's turbo-eulbo-ei and turbo-elbo-svgp as they were before they took
 # EULBOOptions.turbo() (EULBOOptions' defaults): the rover results recorded under

@@ -9,9 +9,9 @@ By default (``EULBOOptions.elbo.optimizer="auto"``) ``fit_elbo`` is
 ``fit_elbo_collapsed`` (``botorch_ext.eulbo.collapsed``): full-batch L-BFGS on
 the collapsed bound, the ELBO with ``q(u)`` at its closed-form optimum
 [Titsias2009]_, on all the data while ``n <= lbfgs_max_n`` and on
-``lbfgs_max_n`` points drawn at random above (``lbfgs_rows``), then the
-closed-form ``q(u)`` of all the data, by BoTorch's SciPy L-BFGS-B driver (the
-package's only L-BFGS driver). With ``"adam"``: Adam
+``lbfgs_max_n`` points drawn at random above (``lbfgs_rows``, with the budget
+``lbfgs_budget``), then the closed-form ``q(u)`` of all the data, by BoTorch's
+SciPy L-BFGS-B driver (the package's only L-BFGS driver). With ``"adam"``: Adam
 steps on minibatch ELBOs (``botorch_ext.eulbo.adam.w_step``, gradient norm
 clipped), every round (``stopping.check_every`` steps, or one epoch) the
 objective on a fixed check set (or the epoch's mean), then a stopping rule.
@@ -95,6 +95,30 @@ def lbfgs_rows(
     return torch.randperm(n, generator=gen)[:size].to(model.train_X_full.device)
 
 
+def lbfgs_budget(options: EULBOOptions, rows: Tensor | None) -> int:
+    r"""The iteration budget of the L-BFGS ELBO fit on ``rows``.
+
+    ``options.elbo.subset_max_iter`` when the fit runs on a subset (``rows``
+    from ``lbfgs_rows``) and that budget is set, else
+    ``options.elbo.lbfgs_max_iter``.
+
+    Example:
+        >>> options = EULBOOptions(elbo=ELBOFitOptions(subset_max_iter=10))
+        >>> lbfgs_budget(options, torch.arange(2000))
+        10
+
+    Args:
+        options: The fit's settings.
+        rows: The subset's row indices, or None for all rows.
+
+    Returns:
+        The number of L-BFGS iterations allowed.
+    """
+    if rows is not None and options.elbo.subset_max_iter is not None:
+        return options.elbo.subset_max_iter
+    return options.elbo.lbfgs_max_iter
+
+
 def fit_elbo(
     model: EULBOModel,
     options: EULBOOptions | None = None,
@@ -170,9 +194,8 @@ def _fit_elbo(
     model: EULBOModel, options: EULBOOptions, objective: EULBO, seed: int
 ) -> float:
     if uses_lbfgs(options):
-        return fit_elbo_collapsed(
-            model, options.elbo.lbfgs_max_iter, rows=lbfgs_rows(model, options, seed)
-        )
+        rows = lbfgs_rows(model, options, seed)
+        return fit_elbo_collapsed(model, lbfgs_budget(options, rows), rows=rows)
     model.train()
     fit = _AdamFit(model, options, objective, seed)
     if options.elbo.epochs is not None or options.stopping.convergence == "failures":

@@ -199,6 +199,7 @@ class TestEULBOOptions(BotorchTestCase):
             "joint_parameters": ("Z", "`joint.parameters`.*'Z'"),
             "joint_max_iter": (0, "`joint.max_iter`"),
             "elbo_epochs": (0, "`elbo.epochs`.*0"),
+            "subset_max_iter": (0, "`elbo.subset_max_iter`.*0"),
             "acquisition": ("qucb", "`warm_start.acquisition`.*'qucb'"),
             "joint_retries": (-1, "`joint.retries`.*-1"),
             "alternation": ("round", "`joint.alternation`.*'round'"),
