@@ -490,3 +490,95 @@ class TestStepCostFitBudget(unittest.TestCase):
         self.assertLessEqual(row["fit_steps"], 2)
         # Without it, the stored run's own budget (EULBOOptions.turbo()'s 100).
         self.assertEqual(method.base_options.elbo.lbfgs_max_iter, 100)
+
+
+# Two SVGP methods that differ only in their ELBO fit's settings (fork_run.py's
+# test): on at most 8 points the fit uses all of them; above, a random 8 with a
+# budget of 2 iterations in FORK_SUBSET.
+def _fork_methods():
+    from botorch_ext.eulbo import ELBOFitOptions, EULBOOptions
+    from botorch_ext.runner.svgp import SVGPMethod
+
+    base = EULBOOptions(elbo=ELBOFitOptions(lbfgs_max_iter=5), lbfgs_max_n=8)
+    subset = base.replace(elbo=ELBOFitOptions(lbfgs_max_iter=5, subset_max_iter=2))
+    return SVGPMethod(None, options=base), SVGPMethod(None, options=subset)
+
+
+FORK_BASE, FORK_SUBSET = _fork_methods()
+
+
+class TestForkRun(unittest.TestCase):
+    RUN = [
+        "compare", "--problem", "branin", "--n-init", "6", "--q", "2",
+        "--init", "uniform", "--num-inducing-points", "6", "--num-restarts", "2",
+        "--raw-samples", "16", "--seeds", "0", "--workers", "1",
+    ]  # fmt: skip
+    BASE = "tests.test_benchmarks:FORK_BASE"
+    SUBSET = "tests.test_benchmarks:FORK_SUBSET"
+
+    def _compare(self, method: str, budget: int, out: Path, *extra: str) -> None:
+        from contextlib import redirect_stderr, redirect_stdout
+        from io import StringIO
+
+        from botorch_ext.runner import cli
+
+        argv = [*self.RUN, "--methods", method, "--budget", str(budget)]
+        with redirect_stdout(StringIO()), redirect_stderr(StringIO()):
+            code = cli.main([*argv, "--output", str(out), *extra])
+        self.assertEqual(code, 0)
+
+    @staticmethod
+    def _read(out: Path) -> list[dict]:
+        with (out / "results.csv").open(newline="") as fh:
+            return list(csv.DictReader(fh))
+
+    def test_a_fork_continues_the_stored_run(self):
+        import torch
+
+        fork_run = load_script("benchmarks/eulbo/fork_run.py")
+        threads = torch.get_num_threads()
+        self.addCleanup(torch.set_num_threads, threads)
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            self._compare(self.BASE, 10, tmp / "src")
+            self._compare(self.BASE, 14, tmp / "whole")
+            # Forked as itself and continued: the run that went on without a stop.
+            record = fork_run.fork(tmp / "src", self.BASE, 0, self.BASE, 14, tmp / "a")
+            self.assertEqual((record["rows"], record["options_replaced"]), (10, False))
+            # The resume starts from the forked state: only the two new batches
+            # are proposed (a replay of the stored ones would be four).
+            run_class = type(FORK_BASE.new_run())
+            with mock.patch.object(
+                run_class, "propose", autospec=True, side_effect=run_class.propose
+            ) as spy:
+                self._compare(self.BASE, 14, tmp / "a", "--resume")
+            self.assertEqual(spy.call_count, 2)
+            keys = ("n_evals", "value", "x0", "x1", "model_elbo")
+            whole, same = self._read(tmp / "whole"), self._read(tmp / "a")
+            self.assertEqual(len(same), 14)
+            for a, b in zip(whole, same, strict=True):
+                self.assertEqual([a[k] for k in keys], [b[k] for k in keys])
+            # Forked under the other settings: the stored rows renamed, then the
+            # subset fit's budget of 2 (10 and 12 points are above 8).
+            record = fork_run.fork(
+                tmp / "src", self.BASE, 0, self.SUBSET, 14, tmp / "b"
+            )
+            self.assertTrue(record["options_replaced"])
+            self._compare(self.SUBSET, 14, tmp / "b", "--resume")
+            rows = self._read(tmp / "b")
+            self.assertEqual({r["method"] for r in rows}, {self.SUBSET})
+            for a, b in zip(whole[:10], rows[:10], strict=True):
+                self.assertEqual([a[k] for k in keys], [b[k] for k in keys])
+            steps = [int(r["model_fit_steps"]) for r in rows[10:]]
+            self.assertEqual(len(steps), 4)
+            self.assertLessEqual(max(steps), 2)
+            self.assertGreater(max(int(r["model_fit_steps"]) for r in whole[10:]), 2)
+            # What a fork refuses, naming the argument.
+            for args, pattern in (
+                ((self.BASE, 0, self.BASE, 10, tmp / "c"), "--budget 10"),
+                ((self.BASE, 1, self.BASE, 14, tmp / "c"), "no rows .* seed 1"),
+                ((self.BASE, 0, "turbo-elbo-svgp", 14, tmp / "c"), "'turbo'"),
+                ((self.BASE, 0, self.BASE, 14, tmp / "a"), "--output .* not empty"),
+            ):
+                with self.assertRaisesRegex(ValueError, pattern):
+                    fork_run.fork(tmp / "src", *args)

@@ -25,7 +25,7 @@ from botorch_ext.eulbo.collapsed import (
     fit_elbo_collapsed,
     holds_every_input,
 )
-from botorch_ext.eulbo.fit import lbfgs_rows, uses_lbfgs
+from botorch_ext.eulbo.fit import lbfgs_budget, lbfgs_rows, uses_lbfgs
 from botorch_ext.kernels import get_ard_rbf_kernel_with_dim_scaled_prior as ard
 from tests.eulbo.helpers import FAST
 from tests.eulbo.helpers import make_data as _data
@@ -449,6 +449,35 @@ class TestCollapsedELBO(BotorchTestCase):
                 keys.append("model.variational_strategy.inducing_points")
             for key in keys:
                 self.assertTrue(torch.equal(model.state_dict()[key], before[key]))
+
+    def test_the_subset_fit_has_its_own_budget(self):
+        X, Y = _data(n=40)
+        # (lbfgs_max_n, subset_max_iter, the budget given to the L-BFGS fit)
+        for max_n, subset_budget, expected in (
+            (40, 3, 7),  # all the data: lbfgs_max_iter
+            (39, 3, 3),  # a subset: its own budget
+            (39, None, 7),  # a subset without one: lbfgs_max_iter
+        ):
+            elbo = ELBOFitOptions(lbfgs_max_iter=7, subset_max_iter=subset_budget)
+            options = EULBOOptions(elbo=elbo, lbfgs_max_n=max_n)
+            model = EULBOModel(X, Y, num_inducing_points=10)
+            rows = lbfgs_rows(model, options, seed=3)
+            self.assertEqual(lbfgs_budget(options, rows), expected)
+            with mock.patch(
+                "botorch_ext.eulbo.fit.fit_elbo_collapsed", return_value=-1.0
+            ) as spy:
+                fit_elbo(model, options, seed=3)
+            self.assertEqual(spy.call_args.args[1], expected)
+        # Pinned: no separate budget unless asked for.
+        self.assertIsNone(ELBOFitOptions().subset_max_iter)
+        # A real fit stops at the subset's budget, in both dtypes.
+        for dtype in (torch.float, torch.double):
+            elbo = ELBOFitOptions(subset_max_iter=2)
+            model = EULBOModel(X.to(dtype), Y.to(dtype), num_inducing_points=10)
+            fit_elbo(model, EULBOOptions(elbo=elbo, lbfgs_max_n=30), seed=0)
+            self.assertEqual(model.last_fit["rows"], 30)
+            self.assertLessEqual(model.last_fit["steps"], 2)
+            self.assertFalse(model.last_fit["converged"])
 
     def test_auto_fits_a_subset_above_lbfgs_max_n(self):
         X, Y = _data(n=40)
