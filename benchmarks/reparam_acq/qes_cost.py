@@ -1,5 +1,5 @@
-r"""Issue 15: acquisition seconds per BO iteration of ``qES`` against BoTorch's
-max-value entropy searches, on identical data.
+r"""Acquisition seconds per BO iteration of ``qES`` against BoTorch's max-value
+entropy searches, on identical data.
 
 For each seed, a ``SingleTaskGP`` (BoTorch's defaults, Standardize) is fitted to
 ``--n`` scrambled-Sobol points of the problem; then each configuration builds its
@@ -15,6 +15,10 @@ Usage:
     OMP_NUM_THREADS=1 python benchmarks/reparam_acq/qes_cost.py \
         --problem hartmann6 --q 1 \
         --configs gibbon,qmes,qes,qes:t1664,qes:ei --repeats 5
+
+``qes+ftol`` (with any ``:NAME``) stops ``optimize_acqf``'s L-BFGS-B at ``ftol``
+1e-6 (``options={"ftol": 1e-6, "factr": None}``, the runner ablation
+``benchmarks.reparam_acq.qes_speed:qes_ftol``).
 
 ``--states RESULTS_CSV`` takes each seed's data from a run of the runner (its
 first ``--n`` evaluated points, e.g. the incumbent-heavy states of a BO run)
@@ -82,6 +86,9 @@ QES_OPTIONS = {
 
 def _time_config(config: str, model, data, bounds, q: int) -> float:
     name, _, option = config.partition(":")
+    name, ftol, _ = name.partition("+ftol")
+    # "+ftol": L-BFGS-B stopped at ftol 1e-6 (qes_speed.qes_ftol's options).
+    options = {"ftol": 1e-6, "factr": None} if ftol else None
     pairs = list(zip(bounds[0].tolist(), bounds[1].tolist(), strict=True))
     tic = time.process_time()
     if name == "qes":
@@ -104,6 +111,7 @@ def _time_config(config: str, model, data, bounds, q: int) -> float:
             num_restarts=10,
             raw_samples=512,
             sequential=sequential,
+            options=options,
         )
     return time.process_time() - tic
 

@@ -40,3 +40,9 @@ pool768_m32 = acquisition_method(
                                      "num_around_best": 256,
                                      "num_representer_points": 32}
 )  # fmt: skip
+
+#: The runner's ``qes`` with L-BFGS-B stopped at ``ftol`` 1e-6 (``optimize_acqf``'s
+#: ``options={"ftol": 1e-6, "factr": None}``; SciPy's default is about 2.2e-9).
+qes_ftol = acquisition_method(
+    qES, gaussian_posterior=True, acqf_options={"ftol": 1e-6, "factr": None}
+)
