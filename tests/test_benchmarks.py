@@ -488,8 +488,20 @@ class TestStepCostFitBudget(unittest.TestCase):
         self.assertEqual(row["n"], 40)
         self.assertEqual(row["fit_max_iter"], 2)
         self.assertLessEqual(row["fit_steps"], 2)
-        # Without it, the stored run's own budget (EULBOOptions.turbo()'s 100).
+        # Without it, the stored run's own budget (EULBOOptions.turbo()'s 100 on
+        # all the data, 10 on the subset above lbfgs_max_n points).
         self.assertEqual(method.base_options.elbo.lbfgs_max_iter, 100)
+        self.assertEqual(step_cost._fit_budget(method.base_options, 40), 100)
+        self.assertEqual(step_cost._fit_budget(method.base_options, 2001), 10)
+        # --fit-max-iter sets the budget of the subset's fit too.
+        options = method.base_options.replace(lbfgs_max_n=30)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "state.pt"
+            method.base_options = options
+            save_state(path, "key", X, Y, method)
+            row = step_cost.from_state(str(path), None, fit_max_iter=3)
+        self.assertEqual(row["fit_max_iter"], 3)
+        self.assertLessEqual(row["fit_steps"], 3)
 
 
 # Two SVGP methods that differ only in their ELBO fit's settings (fork_run.py's

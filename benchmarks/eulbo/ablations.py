@@ -102,21 +102,20 @@ turbo_elbo_svgp_authors = SVGPMethod(None, turbo=True, preset="authors")
 # (the rover's 2 x 2 against the two above).
 turbo_eulbo_ei_default_kernel = SVGPMethod("ei", turbo=True)
 turbo_elbo_svgp_default_kernel = SVGPMethod(None, turbo=True)
-# The same two arms with the bounded searches of EULBOOptions.turbo() (the speed
-# check of the rover: against the two above, on the 2 x 2's seeds).
-turbo_eulbo_ei_default_kernel_bounded = SVGPMethod(
-    "ei", turbo=True, options=EULBOOptions.turbo()
-)
-turbo_elbo_svgp_default_kernel_bounded = SVGPMethod(
-    None, turbo=True, options=EULBOOptions.turbo()
-)
+# EULBOOptions.turbo() as it was for the stored *_bounded runs (code a874150): the
+# bounded searches, with the carried fit's 100 iterations on the subset too.
+BOUNDED = EULBOOptions.turbo(elbo=ELBOFitOptions(lbfgs_max_iter=100))
+# The same two arms with the bounded searches (the speed check of the rover: against
+# the two above, on the 2 x 2's seeds).
+turbo_eulbo_ei_default_kernel_bounded = SVGPMethod("ei", turbo=True, options=BOUNDED)
+turbo_elbo_svgp_default_kernel_bounded = SVGPMethod(None, turbo=True, options=BOUNDED)
 # The runner's turbo-eulbo-ei and turbo-elbo-svgp (the ARD kernel) with the bounded
 # searches: the 20,000-evaluation rover runs.
 turbo_eulbo_ei_bounded = SVGPMethod(
-    "ei", turbo=True, kernel=svgp_ard_kernel, options=EULBOOptions.turbo()
+    "ei", turbo=True, kernel=svgp_ard_kernel, options=BOUNDED
 )
 turbo_elbo_svgp_bounded = SVGPMethod(
-    None, turbo=True, kernel=svgp_ard_kernel, options=EULBOOptions.turbo()
+    None, turbo=True, kernel=svgp_ard_kernel, options=BOUNDED
 )
 # The bounded searches with the carried ELBO fit's L-BFGS budget at 10 iterations
 # instead of 100: above lbfgs_max_n points the fit uses a random subset, and more
@@ -133,9 +132,10 @@ turbo_elbo_svgp_fit10 = SVGPMethod(
     None, turbo=True, kernel=svgp_ard_kernel, options=FIT10
 )
 # The bounded searches with the budget of 10 for the subset fit only (above
-# lbfgs_max_n points; runs to 2,000 evaluations are those of EULBOOptions.turbo()):
-# the BO check continues the *_default_kernel_bounded runs from 2,000 evaluations
-# (fork_run.py), and the 20,000-evaluation run has the ARD kernel.
+# lbfgs_max_n points; runs to 2,000 evaluations are those of BOUNDED), which
+# EULBOOptions.turbo() took after this check: the BO check continues the
+# *_default_kernel_bounded runs from 2,000 evaluations (fork_run.py), and the
+# 20,000-evaluation run has the ARD kernel.
 SUBSET10 = EULBOOptions.turbo(
     elbo=ELBOFitOptions(lbfgs_max_iter=100, subset_max_iter=10)
 )

@@ -30,10 +30,11 @@ the same batch. The package is imported from ``PYTHONPATH``: set it to a checkou
 another commit to time that commit's code on the same state. ``--eulbo-options turbo``
 replaces the stored run's settings by ``EULBOOptions.turbo()`` (the package's arms
 only), to time the bounded searches on the same state. ``--fit-max-iter K`` sets the
-carried ELBO fit's L-BFGS budget (``elbo.lbfgs_max_iter``) of the step to ``K``; the
-row's ``fit_elbo`` is the per-datum bound of all the data after the fit, also when
-the fit used a random subset (``n > lbfgs_max_n``), so that the budget's effect on
-the fit of all the data can be read beside its cost.
+carried ELBO fit's L-BFGS budget of the step to ``K`` (``elbo.lbfgs_max_iter``, with
+no separate ``subset_max_iter``); the row's ``fit_max_iter`` is the budget the
+step's fit had, and its ``fit_elbo`` is the per-datum bound of all the data after
+the fit, also when the fit used a random subset (``n > lbfgs_max_n``), so that the
+budget's effect on the fit of all the data can be read beside its cost.
 
 ``--profile`` runs the timed step under ``cProfile`` and prints its top functions by
 cumulative time (``--profile-top``, default 25) after each configuration's line; the
@@ -153,7 +154,10 @@ def from_state(
     if fit_max_iter is not None:
         if run.preset is not None:
             raise SystemExit("--fit-max-iter: not a run of the package's arms")
-        elbo = dataclasses.replace(run.base_options.elbo, lbfgs_max_iter=fit_max_iter)
+        # The budget of the fit at any n (all the data or the subset).
+        elbo = dataclasses.replace(
+            run.base_options.elbo, lbfgs_max_iter=fit_max_iter, subset_max_iter=None
+        )
         run.base_options = run.base_options.replace(elbo=elbo)
     bounds = get_problem("rover").bounds.to(X)
     options = MethodOptions(num_restarts=10, raw_samples=256, num_inducing_points=100)
@@ -183,7 +187,7 @@ def from_state(
         "step_s": round(step, 3),
         "step_cpu_s": round(cpu, 3),
         "eulbo_options": eulbo_options,
-        "fit_max_iter": run.base_options.elbo.lbfgs_max_iter,
+        "fit_max_iter": _fit_budget(run.base_options, X.shape[0]),
         "device": torch.cuda.get_device_name(X.device) if X.is_cuda else "cpu",
         "fit_s": round(proposal.fit_seconds, 3),
         "fit_steps": proposal.diagnostics.get("fit_steps"),
@@ -192,6 +196,16 @@ def from_state(
         "other_cpu": str(other),
         "environment": environment(),
     }
+
+
+def _fit_budget(options, n: int) -> int:
+    r"""The L-BFGS budget of the carried ELBO fit of a step on ``n`` points."""
+    import torch
+
+    from botorch_ext.eulbo.fit import lbfgs_budget
+
+    subset = options.elbo.optimizer == "auto" and n > options.lbfgs_max_n
+    return lbfgs_budget(options, torch.arange(1) if subset else None)
 
 
 def _worker(argv: list[str], label: str) -> tuple[dict, str] | None:

@@ -607,13 +607,18 @@ class EULBOOptions:
           optimum; in 60-D the fit would otherwise run to its limit at every
           step.
         * ``joint.max_iter = 50`` instead of 100 (EULBO's joint phase).
+        * ``elbo.subset_max_iter = 10``: above ``lbfgs_max_n`` points the
+          carried fit runs 10 iterations on its random subset. Reason: the
+          subset's optimum is not all the data's, and from a carried state
+          more iterations on the subset lower the bound of all the data while
+          costing most of the ELBO arm's step.
 
         ``lbfgs_max_n`` keeps its default (2,000). Reason: a smaller random
         subset costs the bound of all the data far more than the iteration cap
-        does (benchmarks/eulbo/README.md).
+        does.
 
         These change the proposals; the BO results they give are recorded
-        beside the cost in benchmarks/eulbo/README.md.
+        beside the cost on the EULBO page of the documentation.
 
         Example:
             >>> opts = EULBOOptions.turbo()
@@ -627,7 +632,7 @@ class EULBOOptions:
             The options.
         """
         options = cls(
-            elbo=ELBOFitOptions(lbfgs_max_iter=100),
+            elbo=ELBOFitOptions(lbfgs_max_iter=100, subset_max_iter=10),
             warm_start=WarmStartOptions(max_iter=50),
             joint=JointOptions(max_iter=50),
         )

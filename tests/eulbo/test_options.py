@@ -72,12 +72,15 @@ class TestEULBOOptions(BotorchTestCase):
         opts = EULBOOptions.turbo()
         self.assertEqual(opts.warm_start.max_iter, 50)
         self.assertEqual(opts.elbo.lbfgs_max_iter, 100)
+        self.assertEqual(opts.elbo.subset_max_iter, 10)
         self.assertEqual(opts.joint.max_iter, 50)
         self.assertEqual(opts.lbfgs_max_n, 2000)
         default = EULBOOptions()
         expected = default.replace(
             warm_start=dataclasses.replace(default.warm_start, max_iter=50),
-            elbo=dataclasses.replace(default.elbo, lbfgs_max_iter=100),
+            elbo=dataclasses.replace(
+                default.elbo, lbfgs_max_iter=100, subset_max_iter=10
+            ),
             joint=dataclasses.replace(default.joint, max_iter=50),
         )
         self.assertEqual(opts, expected)
