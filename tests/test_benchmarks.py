@@ -547,9 +547,16 @@ class TestForkRun(unittest.TestCase):
     def test_a_fork_continues_the_stored_run(self):
         import torch
 
+        from botorch_ext.runner import methods
+
         fork_run = load_script("benchmarks/eulbo/fork_run.py")
         threads = torch.get_num_threads()
         self.addCleanup(torch.set_num_threads, threads)
+        # The module:attribute names register themselves: undo it afterwards.
+        for registry in (methods.METHODS, methods.METHOD_SUMMARIES):
+            patcher = mock.patch.dict(registry)
+            patcher.start()
+            self.addCleanup(patcher.stop)
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
             self._compare(self.BASE, 10, tmp / "src")
