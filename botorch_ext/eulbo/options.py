@@ -114,30 +114,31 @@ class ELBOFitOptions:
             ``"lbfgs"`` (all the data above ``lbfgs_max_n`` too) reproduces the
             published ``large_n_fit.py`` rows and the ``*-lbfgs`` ablations.
         lbfgs_max_iter: Iteration budget of the L-BFGS ELBO fit.
+        epochs: With ``"adam"``: exactly this many epochs, no stopping rule (the
+            authors' code's 10-epoch warm start of the EULBO arm); None (the
+            default) stops by ``StoppingOptions``.
         subset_max_iter: Iteration budget of the L-BFGS fit when it runs on
             the random subset (``"auto"`` above ``lbfgs_max_n`` points); None
             (the default) uses ``lbfgs_max_iter``. Reason for a smaller one on
             a carried state: the subset's optimum is not all the data's, and
             iterating towards it lowers the bound of all the data
-            (``EULBOOptions.turbo``).
-        epochs: With ``"adam"``: exactly this many epochs, no stopping rule (the
-            authors' code's 10-epoch warm start of the EULBO arm); None (the
-            default) stops by ``StoppingOptions``.
+            (``EULBOOptions.turbo``). Last, so that the earlier fields keep
+            their positions.
     """
 
     optimizer: str = "auto"
     lbfgs_max_iter: int = 500
-    subset_max_iter: int | None = None
     epochs: int | None = None
+    subset_max_iter: int | None = None
 
     def validate(self) -> None:
         r"""Raise ``ValueError`` naming the first bad setting."""
         _check_choice("elbo.optimizer", self.optimizer, ELBO_OPTIMIZERS)
         _check_positive_ints("elbo", self, ("lbfgs_max_iter",))
-        if self.subset_max_iter is not None:
-            check_positive_int("elbo.subset_max_iter", self.subset_max_iter)
         if self.epochs is not None:
             check_positive_int("elbo.epochs", self.epochs)
+        if self.subset_max_iter is not None:
+            check_positive_int("elbo.subset_max_iter", self.subset_max_iter)
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,9 @@ class TestEULBOOptions(BotorchTestCase):
             lbfgs_max_n=11,
         )
         self.assertEqual(options.elbo, ELBOFitOptions("adam", 7))
+        # The subset's budget came last: the earlier positions keep their fields.
+        elbo = ELBOFitOptions("adam", 7, 4)
+        self.assertEqual((elbo.epochs, elbo.subset_max_iter), (4, None))
         self.assertEqual(options.joint, JointOptions("adam", "variational", 3))
         self.assertEqual(options.lbfgs_max_n, 11)
 
