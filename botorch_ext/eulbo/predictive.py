@@ -17,7 +17,7 @@ Choices:
   evaluates the posterior hundreds of times per BO step at a fixed ``w`` (for
   q = 20 points in 60 dimensions, ``q x m`` and ``q x q`` matrices); there the
   operators' shape bookkeeping, not the arithmetic, took most of each
-  evaluation (benchmarks/eulbo/README.md, "A real step's seconds").
+  evaluation (the EULBO page of the documentation, its cost table).
 * The kept terms are recomputed whenever a tensor of the model changes (each
   parameter's and buffer's version counter and storage are part of the key),
   so an optimizer step, ``load_state_dict`` or ``to`` is seen. As

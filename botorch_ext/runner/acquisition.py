@@ -36,7 +36,7 @@ from botorch_ext.runner.protocol import Proposal
 #: ``ftol`` only without ``factr``). Near the center BOCK's posterior mean has a
 #: cusp (the warped radius grows as ``rho^alpha``), where restarts otherwise spend
 #: tens of iterations on relative gains below this; measured with the same
-#: regret on Rosenbrock-20 (the BOCK benchmark's README, section 5).
+#: regret on Rosenbrock-20 (the BOCK page of the documentation, under its cost).
 BOCK_ACQF_FTOL = 1e-6
 
 

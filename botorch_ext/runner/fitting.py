@@ -41,7 +41,7 @@ SGMCMC_DRAWS = 16
 #: likelihood per point by less than ``1e-6`` relative (absolute below 1). BOCK's
 #: fits otherwise spend many iterations driving vanishing angular weights' softmax
 #: logits towards -inf for gains of that order; measured with the same regret
-#: on Rosenbrock-20 (the BOCK benchmark's README, section 5).
+#: on Rosenbrock-20 (the BOCK page of the documentation, under its cost).
 BOCK_FIT_FTOL = 1e-6
 #: MAMBA's budget ``R`` for ``bock-sgmcmc``, in SGLD iterations of the winning
 #: arm (thinned by 5 for the KSD and the draws); about 10 s per BO iteration.
