@@ -81,6 +81,8 @@ QES_OPTIONS = {
                 "num_candidates": 512},
     "pool768m32": {"representer_scheme": "thompson", "num_around_best": 256,
                    "num_candidates": 512, "num_representer_points": 32},
+    "pool768m48": {"representer_scheme": "thompson", "num_around_best": 256,
+                   "num_candidates": 512, "num_representer_points": 48},
 }  # fmt: skip
 
 

@@ -41,6 +41,13 @@ pool768_m32 = acquisition_method(
                                      "num_representer_points": 32}
 )  # fmt: skip
 
+#: The half-size pool and 48 representers.
+pool768_m48 = acquisition_method(
+    qES, gaussian_posterior=True, **{**_OLD, "num_candidates": 512,
+                                     "num_around_best": 256,
+                                     "num_representer_points": 48}
+)  # fmt: skip
+
 #: The runner's ``qes`` with L-BFGS-B stopped at ``ftol`` 1e-6 (``optimize_acqf``'s
 #: ``options={"ftol": 1e-6, "factr": None}``; SciPy's default is about 2.2e-9).
 qes_ftol = acquisition_method(
