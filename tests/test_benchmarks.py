@@ -601,3 +601,34 @@ class TestForkRun(unittest.TestCase):
             ):
                 with self.assertRaisesRegex(ValueError, pattern):
                     fork_run.fork(tmp / "src", *args)
+
+
+class TestQESCostStates(unittest.TestCase):
+    # qes_cost.py --states: a compare output holds several methods' runs with the
+    # same seeds and evaluation counts; a state must come from one run.
+    def _write(self, directory: Path) -> Path:
+        path = directory / "results.csv"
+        with open(path, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["method", "seed", "n_evals", "value", "x0", "x1"])
+            for method, offset in (("a", 0.0), ("b", 0.5)):
+                for seed in (0, 1):
+                    for k in range(1, 5):
+                        x = (offset + 0.1 * k, seed + 0.01 * k)
+                        writer.writerow([method, seed, k, -k - offset, *x])
+        return path
+
+    def test_a_state_is_one_methods_run(self):
+        qes_cost = load_script("benchmarks/reparam_acq/qes_cost.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(self._write(Path(tmp)))
+            X, Y = qes_cost._run_state(path, 1, 3, 2, method="b")
+            self.assertEqual(X.tolist(), [[0.6, 1.01], [0.7, 1.02], [0.8, 1.03]])
+            # Negated values (BoTorch maximizes).
+            self.assertEqual(Y.flatten().tolist(), [1.5, 2.5, 3.5])
+            with self.assertRaisesRegex(ValueError, r"several methods \['a', 'b'\]"):
+                qes_cost._run_state(path, 1, 3, 2)
+            with self.assertRaisesRegex(ValueError, "--states-method 'c'"):
+                qes_cost._run_state(path, 1, 3, 2, method="c")
+            with self.assertRaisesRegex(ValueError, "has 4 rows of seed 0, not 5"):
+                qes_cost._run_state(path, 0, 5, 2, method="a")

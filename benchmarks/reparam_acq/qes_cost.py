@@ -22,7 +22,8 @@ Usage:
 
 ``--states RESULTS_CSV`` takes each seed's data from a run of the runner (its
 first ``--n`` evaluated points, e.g. the incumbent-heavy states of a BO run)
-instead of Sobol points.
+instead of Sobol points; ``--states-method NAME`` picks the runs of one method
+where the file holds several (a ``compare`` output), and is required there.
 
 ``--profile`` additionally profiles one more call of each configuration (cProfile
 with this process's CPU clock, so that other processes' load does not enter;
@@ -118,10 +119,31 @@ def _time_config(config: str, model, data, bounds, q: int) -> float:
     return time.process_time() - tic
 
 
-def _run_state(path: str, seed: int, n: int, dim: int) -> tuple[Tensor, Tensor]:
-    r"""The first ``n`` points of seed ``seed`` in a runner results.csv (maximize)."""
+def _run_state(
+    path: str, seed: int, n: int, dim: int, method: str | None = None
+) -> tuple[Tensor, Tensor]:
+    r"""The first ``n`` points of seed ``seed`` of one run in a runner results.csv.
+
+    ``method`` names the run where the file holds several methods' runs (a
+    ``compare`` output): their rows share seeds and evaluation counts, so taking
+    rows by seed alone would mix the runs (and repeat their common initial
+    points). Values are negated (BoTorch maximizes).
+    """
     with open(path) as f:
         rows = [r for r in csv.DictReader(f) if int(r["seed"]) == seed]
+    methods = sorted({r["method"] for r in rows})
+    if method is None and len(methods) > 1:
+        raise ValueError(
+            f"{path} holds the runs of several methods {methods}: name one with "
+            "--states-method."
+        )
+    if method is not None:
+        if method not in methods:
+            raise ValueError(
+                f"--states-method {method!r} has no run of seed {seed} in {path} "
+                f"(its methods: {methods})."
+            )
+        rows = [r for r in rows if r["method"] == method]
     rows = sorted(rows, key=lambda r: int(r["n_evals"]))[:n]
     if len(rows) < n:
         raise ValueError(f"{path} has {len(rows)} rows of seed {seed}, not {n}")
@@ -152,6 +174,11 @@ def main() -> None:
         help="a runner results.csv: each seed's data are its first --n evaluated "
         "points there (states of a BO run) instead of --n Sobol points",
     )
+    parser.add_argument(
+        "--states-method",
+        default=None,
+        help="the method whose runs give the states, where --states holds several",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     problem = get_problem(args.problem, args.dim)
@@ -164,7 +191,9 @@ def main() -> None:
             X = draw_sobol_samples(bounds, n=args.n, q=1, seed=seed).squeeze(-2)
             Y = -problem(X).unsqueeze(-1)  # maximize
         else:
-            X, Y = _run_state(args.states, seed, args.n, problem.dim)
+            X, Y = _run_state(
+                args.states, seed, args.n, problem.dim, args.states_method
+            )
         model = SingleTaskGP(X, Y, outcome_transform=Standardize(1))
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         data = SupervisedDataset(
