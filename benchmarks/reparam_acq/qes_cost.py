@@ -63,13 +63,23 @@ from botorch_ext.runner.problems import get_problem
 #: ``qes:NAME`` options (``construct_inputs_qES`` arguments, explicit so that an
 #: option does not change with the constructor's defaults; ``qes`` alone is the
 #: constructor's defaults, i.e. the runner's ``qes``: Thompson, 32 / 128).
-_THOMPSON = {"representer_scheme": "thompson", "num_around_best": 512}
+#: The representer count and pool before the defaults changed to 48 from 512 +
+#: 256 (64 from ``max(1024, 16 m)`` Sobol + 512 around the best): ``qes:f32j128``
+#: is the old defaults.
+_THOMPSON = {
+    "representer_scheme": "thompson",
+    "num_around_best": 512,
+    "num_representer_points": 64,
+    "num_candidates": 1024,
+}
 QES_OPTIONS = {
     "": {},
     "t1664": {**_THOMPSON, "num_fantasies": 16, "num_inner_samples": 64},
     "ei": {
         "representer_scheme": "ei",
         "num_around_best": 0,
+        "num_representer_points": 64,
+        "num_candidates": 1024,
         "num_fantasies": 16,
         "num_inner_samples": 64,
     },
@@ -79,7 +89,7 @@ QES_OPTIONS = {
     "m32": {**_THOMPSON, "num_representer_points": 32},
     "pool1536": {**_THOMPSON, "num_candidates": 1024},
     "pool768": {"representer_scheme": "thompson", "num_around_best": 256,
-                "num_candidates": 512},
+                "num_candidates": 512, "num_representer_points": 64},
     "pool768m32": {"representer_scheme": "thompson", "num_around_best": 256,
                    "num_candidates": 512, "num_representer_points": 32},
     "pool768m48": {"representer_scheme": "thompson", "num_around_best": 256,

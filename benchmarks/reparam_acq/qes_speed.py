@@ -48,8 +48,9 @@ pool768_m48 = acquisition_method(
                                      "num_representer_points": 48}
 )  # fmt: skip
 
-#: The runner's ``qes`` with L-BFGS-B stopped at ``ftol`` 1e-6 (``optimize_acqf``'s
+#: The runner's ``qes`` as it was before the defaults changed (``_OLD``) with
+#: L-BFGS-B stopped at ``ftol`` 1e-6 (``optimize_acqf``'s
 #: ``options={"ftol": 1e-6, "factr": None}``; SciPy's default is about 2.2e-9).
 qes_ftol = acquisition_method(
-    qES, gaussian_posterior=True, acqf_options={"ftol": 1e-6, "factr": None}
+    qES, gaussian_posterior=True, acqf_options={"ftol": 1e-6, "factr": None}, **_OLD
 )

@@ -33,20 +33,43 @@ from botorch_ext.runner.schema import parse_row
 
 #: Each variant's ``construct_inputs_qES`` arguments, all explicit so that a
 #: variant does not change when the constructor's defaults do (``base`` was the
-#: constructor's old default; the constructor's defaults are now
-#: ``thompson-f32j128``).
-_OLD = {"num_fantasies": 16, "num_inner_samples": 64}
+#: constructor's old default; ``thompson-f32j128`` its defaults until the
+#: representer count and pool became 48 from 512 Sobol + 256 around-best points).
+#: ``_OLD`` and ``_POOL`` hold the representer count and pool these variants ran
+#: with (the defaults then: 64 points, ``max(1024, 16 m)`` Sobol candidates).
+_OLD = {
+    "num_fantasies": 16,
+    "num_inner_samples": 64,
+    "num_representer_points": 64,
+    "num_candidates": 1024,
+}
 _THOMPSON = {"representer_scheme": "thompson", "num_around_best": 512}
+_POOL = {"num_representer_points": 64, "num_candidates": 1024}
 VARIANTS: dict[str, dict] = {
     "base": {"representer_scheme": "ei", "num_around_best": 0, **_OLD},
     "around": {"representer_scheme": "ei", "num_around_best": 512, **_OLD},
     "thompson": {**_THOMPSON, **_OLD},
     "thompson-nb": {"representer_scheme": "thompson", "num_around_best": 0, **_OLD},
-    "thompson-128": {**_THOMPSON, **_OLD, "num_representer_points": 128},
+    "thompson-128": {
+        **_THOMPSON,
+        **_OLD,
+        "num_representer_points": 128,
+        "num_candidates": 2048,
+    },
     "thompson-tau0.1": {**_THOMPSON, **_OLD, "tau_scale": 0.1},
     "thompson-tau0.001": {**_THOMPSON, **_OLD, "tau_scale": 0.001},
-    "thompson-f8j32": {**_THOMPSON, "num_fantasies": 8, "num_inner_samples": 32},
-    "thompson-f32j128": {**_THOMPSON, "num_fantasies": 32, "num_inner_samples": 128},
+    "thompson-f8j32": {
+        **_THOMPSON,
+        **_POOL,
+        "num_fantasies": 8,
+        "num_inner_samples": 32,
+    },
+    "thompson-f32j128": {
+        **_THOMPSON,
+        **_POOL,
+        "num_fantasies": 32,
+        "num_inner_samples": 128,
+    },
 }
 
 

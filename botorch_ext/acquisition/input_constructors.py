@@ -297,9 +297,9 @@ def construct_inputs_qES(
     training_data: MaybeDict[SupervisedDataset],
     bounds: list[tuple[float, float]] | Tensor | None = None,
     representer_points: Tensor | None = None,
-    num_representer_points: int = 64,
+    num_representer_points: int = 48,
     representer_scheme: str = "thompson",
-    num_around_best: int = 512,
+    num_around_best: int = 256,
     num_candidates: int | None = None,
     tau: float | None = None,
     num_fantasies: int = 32,
@@ -326,13 +326,14 @@ def construct_inputs_qES(
             type decides, so a ``2 x 2`` case is never ambiguous.
         representer_points: A ``m x d``-dim tensor of representer points; drawn
             with ``draw_representer_points`` if None.
-        num_representer_points: How many representer points to draw.
+        num_representer_points: How many representer points to draw (48; see
+            ``draw_representer_points`` for the defaults' measurement).
         representer_scheme: ``draw_representer_points``'s ``scheme``
             (its default, ``"thompson"``: sampled maximizers).
         num_around_best: ``draw_representer_points``'s ``num_around_best``
-            (its default, 512: the pool gains points near the best inputs).
+            (its default, 256: the pool gains points near the best inputs).
         num_candidates: ``draw_representer_points``'s ``num_candidates`` (its
-            default if None: ``max(1024, 16 m)`` Sobol points in the pool).
+            default if None: ``max(512, 8 m)`` Sobol points in the pool).
         tau: The temperature; ``0.01`` times the standard deviation of the
             training outcomes if None.
         num_fantasies: Number of fantasy observations.

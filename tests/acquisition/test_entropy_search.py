@@ -297,11 +297,17 @@ class TestDocumentedDefaults(BotorchTestCase):
             )
             R = draw_representer_points(model, bounds, seed=5)
             explicit = draw_representer_points(
-                model, bounds, num_points=64, num_candidates=1024, seed=5,
-                uniform_fraction=0.25, scheme="thompson", num_around_best=512,
+                model, bounds, num_points=48, num_candidates=512, seed=5,
+                uniform_fraction=0.25, scheme="thompson", num_around_best=256,
             )  # fmt: skip
-            self.assertEqual(R.shape, torch.Size([64, 2]))
+            self.assertEqual(R.shape, torch.Size([48, 2]))
             self.assertTrue(torch.equal(R, explicit))
+            # The Sobol part of the pool grows with num_points: max(512, 8 m).
+            many = draw_representer_points(model, bounds, num_points=100, seed=5)
+            explicit = draw_representer_points(
+                model, bounds, num_points=100, num_candidates=800, seed=5
+            )
+            self.assertTrue(torch.equal(many, explicit))
             # Neither the EI-weighted scheme nor a pool without the around-best
             # points is the default.
             for other in ({"scheme": "ei"}, {"num_around_best": 0}):
@@ -321,6 +327,7 @@ class TestDocumentedDefaults(BotorchTestCase):
         )
         self.assertEqual(kw["num_fantasies"], 32)
         self.assertEqual(kw["num_inner_samples"], 128)
+        self.assertEqual(kw["representer_points"].shape, torch.Size([48, 2]))
         expected = draw_representer_points(model, bounds, seed=2, X_baseline=X)
         self.assertTrue(torch.equal(kw["representer_points"], expected))
 
