@@ -74,3 +74,22 @@ def register() -> None:
     r"""Register ``ABLATIONS`` under their stored names in this process."""
     for name, method in ABLATIONS.items():
         register_method(name, method, summary=f"BOCK ablation ({name})")
+
+
+def _bock_fit(**fit_options):
+    # The runner's ``bock`` (acquisition ftol BOCK_ACQF_FTOL) with other MAP-fit
+    # L-BFGS-B options.
+    return acquisition_method(
+        qLogNoisyExpectedImprovement,
+        kernel="bock",
+        fit_options=fit_options,
+        acqf_options={"ftol": 1e-6, "factr": None},
+    )
+
+
+#: ``bock`` with its MAP fit stopped at ``ftol`` 1e-5 (the runner's: 1e-6).
+bock_fit_ftol1e5 = _bock_fit(ftol=1e-5)
+#: ``bock`` with its MAP fit stopped at ``ftol`` 1e-4.
+bock_fit_ftol1e4 = _bock_fit(ftol=1e-4)
+#: ``bock`` with its MAP fit stopped after 30 L-BFGS-B iterations (or ``ftol`` 1e-6).
+bock_fit_it30 = _bock_fit(ftol=1e-6, maxiter=30)
