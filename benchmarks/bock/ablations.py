@@ -15,8 +15,13 @@ from benchmarks.bock.kernels import (
     bock_direction_kernel,
     bock_scaled_kernel,
 )
-from botorch_ext.runner.acquisition import acquisition_method
+from botorch_ext.runner.acquisition import (
+    AcquisitionMethod,
+    WarmStartRun,
+    acquisition_method,
+)
 from botorch_ext.runner.methods import register_method
+from botorch_ext.runner.protocol import Proposal
 
 #: The continuous center rule without the linear-weight floor.
 bock_continuous = acquisition_method(
@@ -93,3 +98,38 @@ bock_fit_ftol1e5 = _bock_fit(ftol=1e-5)
 bock_fit_ftol1e4 = _bock_fit(ftol=1e-4)
 #: ``bock`` with its MAP fit stopped after 30 L-BFGS-B iterations (or ``ftol`` 1e-6).
 bock_fit_it30 = _bock_fit(ftol=1e-6, maxiter=30)
+
+
+class FreshNoiseWarmStartRun(WarmStartRun):
+    r"""A warm-started run whose fits start the noise at its initial value.
+
+    The other hyperparameters start at the previous fit's values; the noise,
+    where the plain warm start stayed in the basin of the early fits, starts
+    afresh each time.
+    """
+
+    def propose(self, *args, **kwargs) -> Proposal:
+        r"""Propose as ``WarmStartRun`` does; then forget the fitted noise."""
+        proposal = super().propose(*args, **kwargs)
+        assert self.hyperparameters is not None
+        self.hyperparameters = {
+            name: value
+            for name, value in self.hyperparameters.items()
+            if "noise" not in name
+        }
+        return proposal
+
+
+class FreshNoiseWarmStart(AcquisitionMethod):
+    r"""A warm-started ``AcquisitionMethod`` whose runs forget the fitted noise."""
+
+    def new_run(self) -> FreshNoiseWarmStartRun:
+        r"""A fresh run (with no hyperparameters to start from yet)."""
+        return FreshNoiseWarmStartRun(self.spec)
+
+
+#: ``bock`` (both of its L-BFGS-B tolerances) with each MAP fit started at the
+#: previous fit's hyperparameters except the noise.
+bock_warm_fresh_noise = FreshNoiseWarmStart(
+    _bock_fit(ftol=1e-6).spec, warm_start=True, gaussian_posterior=False
+)
