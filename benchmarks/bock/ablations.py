@@ -133,3 +133,43 @@ class FreshNoiseWarmStart(AcquisitionMethod):
 bock_warm_fresh_noise = FreshNoiseWarmStart(
     _bock_fit(ftol=1e-6).spec, warm_start=True, gaussian_posterior=False
 )
+
+
+#: How far below the largest the angular weights' softmax logits may start a
+#: warm-started fit of ``bock_warm_soft`` (each weight at least e^-4 ~ 2% of the
+#: largest, where the softmax's gradient has not vanished).
+SOFT_LOGIT_FLOOR = 4.0
+
+
+class SoftWarmStartRun(FreshNoiseWarmStartRun):
+    r"""A fresh-noise warm start whose angular logits start within a band.
+
+    The previous fit's softmax logits of the angular weights are shifted so that
+    the largest is 0 and floored at ``-SOFT_LOGIT_FLOOR``: a weight an early fit
+    drove to 0 starts small but able to grow.
+    """
+
+    def propose(self, *args, **kwargs) -> Proposal:
+        r"""Propose as ``FreshNoiseWarmStartRun`` does; then pull the logits in."""
+        proposal = super().propose(*args, **kwargs)
+        assert self.hyperparameters is not None
+        for name, value in self.hyperparameters.items():
+            if name.endswith("raw_angular_weights"):
+                shifted = value - value.max()
+                self.hyperparameters[name] = shifted.clamp(min=-SOFT_LOGIT_FLOOR)
+        return proposal
+
+
+class SoftWarmStart(AcquisitionMethod):
+    r"""A warm-started ``AcquisitionMethod`` whose runs are ``SoftWarmStartRun``s."""
+
+    def new_run(self) -> SoftWarmStartRun:
+        r"""A fresh run (with no hyperparameters to start from yet)."""
+        return SoftWarmStartRun(self.spec)
+
+
+#: ``bock`` warm-started except the noise, with the angular logits pulled into
+#: a band (``SoftWarmStartRun``).
+bock_warm_soft = SoftWarmStart(
+    _bock_fit(ftol=1e-6).spec, warm_start=True, gaussian_posterior=False
+)
