@@ -120,19 +120,27 @@ class FreshNoiseWarmStartRun(WarmStartRun):
         return proposal
 
 
-class FreshNoiseWarmStart(AcquisitionMethod):
-    r"""A warm-started ``AcquisitionMethod`` whose runs forget the fitted noise."""
+class WarmStartWith(AcquisitionMethod):
+    r"""A warm-started ``AcquisitionMethod`` whose runs are ``run_class`` objects.
 
-    def new_run(self) -> FreshNoiseWarmStartRun:
+    Args:
+        spec: What the method proposes with (an ``acquisition_method``'s spec).
+        run_class: A ``WarmStartRun`` subclass (what its runs carry over).
+    """
+
+    def __init__(self, spec, run_class: type[WarmStartRun]) -> None:
+        r"""See the class docstring."""
+        super().__init__(spec, warm_start=True)
+        self.run_class = run_class
+
+    def new_run(self) -> WarmStartRun:
         r"""A fresh run (with no hyperparameters to start from yet)."""
-        return FreshNoiseWarmStartRun(self.spec)
+        return self.run_class(self.spec)
 
 
 #: ``bock`` (both of its L-BFGS-B tolerances) with each MAP fit started at the
 #: previous fit's hyperparameters except the noise.
-bock_warm_fresh_noise = FreshNoiseWarmStart(
-    _bock_fit(ftol=1e-6).spec, warm_start=True, gaussian_posterior=False
-)
+bock_warm_fresh_noise = WarmStartWith(_bock_fit(ftol=1e-6).spec, FreshNoiseWarmStartRun)
 
 
 #: How far below the largest the angular weights' softmax logits may start a
@@ -160,16 +168,6 @@ class SoftWarmStartRun(FreshNoiseWarmStartRun):
         return proposal
 
 
-class SoftWarmStart(AcquisitionMethod):
-    r"""A warm-started ``AcquisitionMethod`` whose runs are ``SoftWarmStartRun``s."""
-
-    def new_run(self) -> SoftWarmStartRun:
-        r"""A fresh run (with no hyperparameters to start from yet)."""
-        return SoftWarmStartRun(self.spec)
-
-
 #: ``bock`` warm-started except the noise, with the angular logits pulled into
 #: a band (``SoftWarmStartRun``).
-bock_warm_soft = SoftWarmStart(
-    _bock_fit(ftol=1e-6).spec, warm_start=True, gaussian_posterior=False
-)
+bock_warm_soft = WarmStartWith(_bock_fit(ftol=1e-6).spec, SoftWarmStartRun)
