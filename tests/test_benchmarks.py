@@ -632,3 +632,44 @@ class TestQESCostStates(unittest.TestCase):
                 qes_cost._run_state(path, 1, 3, 2, method="c")
             with self.assertRaisesRegex(ValueError, "has 4 rows of seed 0, not 5"):
                 qes_cost._run_state(path, 0, 5, 2, method="a")
+
+
+class TestBOCKFitEvaluations(unittest.TestCase):
+    # fit_evaluations.py counts the marginal-likelihood evaluations of one fit.
+    def test_counts_scipys_function_evaluations(self):
+        import botorch.optim.core as core
+        import torch
+
+        script = load_script("benchmarks/bock/fit_evaluations.py")
+        real, seen = core.minimize_with_timeout, []
+
+        def spy(*args, **kwargs):
+            result = real(*args, **kwargs)
+            seen.append(result.nfev)
+            return result
+
+        torch.manual_seed(0)
+        X = torch.rand(12, 3, dtype=torch.double)
+        Y = -(X - 0.5).pow(2).sum(-1, keepdim=True)
+        for kernel in ("bock", "bock-square"):
+            seen.clear()
+            with mock.patch.object(core, "minimize_with_timeout", spy):
+                row = script.fit_once(X, Y, kernel, {"ftol": 1e-6})
+            self.assertEqual([row["evaluations"]], seen, kernel)
+            self.assertGreater(row["evaluations"], 1)
+
+    def test_configs(self):
+        script = load_script("benchmarks/bock/fit_evaluations.py")
+        self.assertEqual(script.parse_config("bock@1e-6"), ("bock", {"ftol": 1e-6}))
+        self.assertEqual(
+            script.parse_config("matern-scaled@scipy"), ("matern-scaled", None)
+        )
+        self.assertEqual(
+            script.parse_config("bock-square@1e-5"), ("bock-square", {"ftol": 1e-5})
+        )
+        with self.assertRaisesRegex(ValueError, "KERNEL@FTOL.*'bock'"):
+            script.parse_config("bock")
+        with self.assertRaisesRegex(ValueError, "unknown kernel 'rbf'"):
+            script.parse_config("rbf@1e-6")
+        with self.assertRaisesRegex(ValueError, "FTOL must be a number.*'tight'"):
+            script.parse_config("bock@tight")

@@ -14,6 +14,7 @@ from benchmarks.bock.kernels import (
     bock_continuous_kernel,
     bock_direction_kernel,
     bock_scaled_kernel,
+    bock_square_kernel,
 )
 from botorch_ext.runner.acquisition import (
     AcquisitionMethod,
@@ -81,12 +82,12 @@ def register() -> None:
         register_method(name, method, summary=f"BOCK ablation ({name})")
 
 
-def _bock_fit(**fit_options):
-    # The runner's ``bock`` (acquisition ftol BOCK_ACQF_FTOL) with other MAP-fit
-    # L-BFGS-B options.
+def _bock_fit(kernel="bock", **fit_options):
+    # The runner's ``bock`` (acquisition ftol BOCK_ACQF_FTOL) with another kernel
+    # or other MAP-fit L-BFGS-B options.
     return acquisition_method(
         qLogNoisyExpectedImprovement,
-        kernel="bock",
+        kernel=kernel,
         fit_options=fit_options,
         acqf_options={"ftol": 1e-6, "factr": None},
     )
@@ -171,3 +172,15 @@ class SoftWarmStartRun(FreshNoiseWarmStartRun):
 #: ``bock`` warm-started except the noise, with the angular logits pulled into
 #: a band (``SoftWarmStartRun``).
 bock_warm_soft = WarmStartWith(_bock_fit(ftol=1e-6).spec, SoftWarmStartRun)
+
+
+#: ``bock`` with ``"square"`` angular weights (``bock_square_kernel``): the same
+#: fit and acquisition tolerances (``ftol`` 1e-6).
+bock_square = _bock_fit(kernel=bock_square_kernel, ftol=1e-6)
+#: ``bock_square`` with its MAP fit stopped at ``ftol`` 1e-5.
+bock_square_ftol1e5 = _bock_fit(kernel=bock_square_kernel, ftol=1e-5)
+#: ``bock_square`` warm-started as ``bock_warm_fresh_noise`` is (do warm starts
+#: lose only because softmax logits stall far out?).
+bock_square_warm_fresh_noise = WarmStartWith(
+    _bock_fit(kernel=bock_square_kernel, ftol=1e-6).spec, FreshNoiseWarmStartRun
+)

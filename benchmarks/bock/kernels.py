@@ -12,7 +12,7 @@ from botorch.models.transforms.input import InputTransform
 from gpytorch.kernels import Kernel, ScaleKernel
 
 from botorch_ext.kernels import BOCKKernel
-from botorch_ext.runner.kernels import KERNELS
+from botorch_ext.runner.kernels import BOCK_LINEAR_WEIGHT_FLOOR, KERNELS
 
 
 def bock_continuous_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
@@ -31,6 +31,19 @@ def bock_scaled_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
     As in the authors' code (their radius kernel carries one).
     """
     return ScaleKernel(KERNELS["bock"](d)[0]), None
+
+
+def bock_square_kernel(d: int) -> tuple[Kernel, InputTransform | None]:
+    r"""The runner's ``bock`` kernel with ``"square"`` angular weights.
+
+    The same kernel, floor and starting weights; the weights are the normalized
+    squares of the raw values instead of their softmax.
+    """
+    return BOCKKernel(
+        center_rule="continuous",
+        angular_weights_floor=[0.0, BOCK_LINEAR_WEIGHT_FLOOR, 0.0, 0.0],
+        angular_weights_parameterization="square",
+    ), None
 
 
 #: The ablation kernels by their former ``KERNELS`` names.

@@ -62,6 +62,11 @@ _BALL_SLACK_EPS = 100.0
 _KUMARASWAMY_EPS = 1e-8
 #: The two center rules of ``BOCKKernel``.
 CENTER_RULES = ("continuous", "direction")
+#: The two maps from ``raw_angular_weights`` to the normalised angular weights.
+ANGULAR_WEIGHTS_PARAMETERIZATIONS = ("softmax", "square")
+# Added to each square of the "square" parameterization: keeps the weights
+# defined (uniform) when every raw value is 0, and changes nothing above 1e-14.
+_SQUARE_FLOOR = 1e-30
 
 
 class _Default:
@@ -134,9 +139,10 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         w(rho) = 1 - (1 - rho^alpha)^beta  (Kumaraswamy CDF).
 
     ``K_a`` is a continuous radial kernel on the sphere [Jayasumana2014]_ whose
-    weights are normalized (softmax of ``raw_angular_weights``), so ``K(x, x) =
-    K_r(w, w)``; wrap the kernel in a ``ScaleKernel`` for an amplitude. The
-    number of hyperparameters does not grow with the dimension.
+    weights are normalized (a softmax, or normalized squares, of
+    ``raw_angular_weights``), so ``K(x, x) = K_r(w, w)``; wrap the kernel in a
+    ``ScaleKernel`` for an amplitude. The number of hyperparameters does not
+    grow with the dimension.
 
     Choices:
 
@@ -168,10 +174,20 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
       direction) does not give a positive semi-definite Gram matrix, so it is
       not offered.
     - ``angular_weights_floor`` keeps chosen weights above a floor, ``c_p = f_p
-      + (1 - sum_q f_q) softmax(raw)_p``: MAP fits tend to put all weight on one
-      power, and at ``c = e_0`` the model is blind to direction. Use it with the
-      ``"continuous"`` rule (under ``"direction"`` interior weights bring back
-      the center trap).
+      + (1 - sum_q f_q) s(raw)_p`` (``s`` the map of the next item): MAP fits
+      tend to put all weight on one power, and at ``c = e_0`` the model is
+      blind to direction. Use it with the ``"continuous"`` rule (under
+      ``"direction"`` interior weights bring back the center trap).
+    - ``angular_weights_parameterization="softmax"`` (default) maps the raw
+      values to the weights by a softmax, whose zero weights lie at logits of
+      ``-inf``; MAP fits often put weights there and L-BFGS-B then approaches
+      them one unit of logit per iteration. ``"square"`` uses ``raw_p^2 /
+      sum_q raw_q^2``, where a zero weight is the finite point ``raw_p = 0``:
+      the same family of kernels and the same starting weights, with fewer
+      L-BFGS-B evaluations per fit (about a fifth fewer at ``ftol`` 1e-6 on
+      Rosenbrock-20 data, mostly to higher fitted likelihoods; the BOCK page
+      of the documentation). The default stays the softmax so that existing
+      fits and stored ``raw_angular_weights`` keep their meaning.
     - Inputs must lie in the closed ball of radius ``R`` about ``c``: a point
       outside raises ``ValueError`` rather than being clamped. The default ball
       holds the unit cube; with BoTorch's ``Normalize``, pass the search box as
@@ -206,6 +222,8 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
             ``P + 1`` non-negative floats with sum below 1, or a float ``f`` for
             ``f_p = f`` on the weights ``p >= 1`` (``f_0 = 0``). ``None`` for no
             floor.
+        angular_weights_parameterization: ``"softmax"`` or ``"square"``, the map
+            from ``raw_angular_weights`` to the weights (see above).
         **kwargs: Passed to ``gpytorch.kernels.Kernel``.
 
     Example:
@@ -218,6 +236,8 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
     """
 
     has_lengthscale = False
+    # Class default for kernels pickled before the argument existed.
+    angular_weights_parameterization = "softmax"
 
     def __init__(
         self,
@@ -234,13 +254,21 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         beta_constraint: Interval | None = None,
         center_rule: str = "continuous",
         angular_weights_floor: float | Sequence[float] | None = None,
+        angular_weights_parameterization: str = "softmax",
         **kwargs: Any,
     ) -> None:
         floor = _check_floor(angular_weights_floor, angular_degree)
         center_vector = _check_ball(center, radius, center_rule)
+        if angular_weights_parameterization not in ANGULAR_WEIGHTS_PARAMETERIZATIONS:
+            raise ValueError(
+                "`angular_weights_parameterization` must be one of "
+                f"{ANGULAR_WEIGHTS_PARAMETERIZATIONS}, got "
+                f"{angular_weights_parameterization!r}."
+            )
         super().__init__(batch_shape=batch_shape, active_dims=active_dims, **kwargs)
         self.angular_degree = angular_degree
         self.center_rule = center_rule
+        self.angular_weights_parameterization = angular_weights_parameterization
         # Plain attributes, not buffers: Kernel.__getitem__ indexes every buffer
         # by the batch index, and neither the floor nor the center has a batch
         # dimension.
@@ -270,9 +298,15 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         # Start near the authors' initialisation: almost no constant term, the
         # powers 1..P equally weighted.
         degree = self.angular_degree
-        init = torch.full((degree + 1,), -math.log(max(degree, 1)))
+        logits = [-math.log(max(degree, 1))] * (degree + 1)
         if degree > 0:
-            init[0] = -5.0
+            logits[0] = -5.0
+        if self.angular_weights_parameterization == "square":
+            # The same weights: raw = sqrt(softmax(logits)).
+            init = torch.softmax(torch.tensor(logits, dtype=torch.float64), -1)
+            init = init.sqrt().to(torch.get_default_dtype())
+        else:
+            init = torch.tensor(logits)
         self.register_parameter(
             "raw_angular_weights",
             torch.nn.Parameter(init.expand(*self.batch_shape, -1).clone()),
@@ -333,10 +367,18 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
     def angular_weights(self) -> Tensor:
         r"""The normalised angular weights ``c_0..c_P`` (``batch_shape x (P + 1)``).
 
-        ``c = f + (1 - sum f) softmax(raw)`` with ``f`` the floor (zero without
-        one), so ``c_p >= f_p`` and ``sum_p c_p = 1``.
+        ``c = f + (1 - sum f) s(raw)`` with ``f`` the floor (zero without one)
+        and ``s`` the softmax, or ``s(raw)_p = raw_p^2 / sum_q raw_q^2`` under
+        the ``"square"`` parameterization, so ``c_p >= f_p`` and ``sum_p c_p =
+        1``.
         """
-        weights = torch.softmax(self.raw_angular_weights, dim=-1)
+        raw: Tensor = self.raw_angular_weights
+        weights: Tensor
+        if self.angular_weights_parameterization == "square":
+            squares = raw.square() + _SQUARE_FLOOR
+            weights = squares / squares.sum(dim=-1, keepdim=True)
+        else:
+            weights = torch.softmax(raw, dim=-1)
         floor = self.angular_weights_floor
         if floor is None:
             return weights
@@ -360,10 +402,14 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
                     f"{floor.tolist()} after normalisation, got {value.tolist()}."
                 )
             value = value - floor
-        # Softmax is invariant to a shift of the logits; the weights are normalised.
-        self.initialize(
-            raw_angular_weights=value.log().expand_as(self.raw_angular_weights)
+        # Softmax is invariant to a shift of the logits and the squares' ratios
+        # to a scaling of the raw values; the weights are normalised.
+        raw = (
+            value.sqrt()
+            if self.angular_weights_parameterization == "square"
+            else value.log()
         )
+        self.initialize(raw_angular_weights=raw.expand_as(self.raw_angular_weights))
 
     @property
     def alpha(self) -> Tensor:

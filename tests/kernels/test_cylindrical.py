@@ -57,6 +57,13 @@ class TestBOCKKernelDirectionRuleBase(TestBOCKKernelBase):
         return BOCKKernel(center_rule="direction", **kwargs)
 
 
+class TestBOCKKernelSquareWeightsBase(TestBOCKKernelBase):
+    r"""The same generic checks with ``"square"`` angular weights."""
+
+    def create_kernel_no_ard(self, **kwargs):
+        return BOCKKernel(angular_weights_parameterization="square", **kwargs)
+
+
 def _matern52(r: float, lengthscale: float) -> float:
     z = math.sqrt(5) * abs(r) / lengthscale
     return (1 + z + z * z / 3) * math.exp(-z)
@@ -651,6 +658,162 @@ class TestBOCKKernel(BotorchTestCase):
         self.assertEqual(at_center.squeeze(-1).tolist(), [False, True])
         (norm.sum() + a.sum()).backward()
         self.assertTrue(torch.isfinite(diff.grad).all())
+
+
+class TestAngularWeightsParameterization(BotorchTestCase):
+    r"""The ``"square"`` map from ``raw_angular_weights`` to the weights."""
+
+    def _kernel(self, dtype, **kwargs):
+        return BOCKKernel(**kwargs).to(device=self.device, dtype=dtype)
+
+    def test_default_is_the_softmax(self):
+        self.assertEqual(BOCKKernel().angular_weights_parameterization, "softmax")
+        k = BOCKKernel()
+        raw = torch.tensor([0.3, -1.0, 2.0, 0.5])
+        k.initialize(raw_angular_weights=raw)
+        self.assertAllClose(k.angular_weights, torch.softmax(raw, -1), atol=0, rtol=0)
+
+    def test_weights_against_formula(self):
+        for dtype, floor in itertools.product(
+            (torch.float, torch.double), (None, [0.0, 0.05, 0.0, 0.1])
+        ):
+            eps = torch.finfo(dtype).eps
+            k = self._kernel(
+                dtype,
+                angular_weights_parameterization="square",
+                angular_weights_floor=floor,
+            )
+            raw = [0.3, -1.0, 2.0, 0.5]
+            k.initialize(raw_angular_weights=torch.tensor(raw, dtype=dtype))
+            total = sum(r * r for r in raw)
+            free = 1.0 - (0.0 if floor is None else sum(floor))
+            want = [
+                (0.0 if floor is None else f) + free * r * r / total
+                for f, r in zip(floor or [0.0] * 4, raw, strict=True)
+            ]
+            got = k.angular_weights
+            want = torch.tensor(want, dtype=torch.double).to(got)
+            self.assertAllClose(got, want, atol=8 * eps, rtol=0)
+            self.assertAlmostEqual(got.sum().item(), 1.0, delta=8 * eps)
+            # A zero raw value is a zero free weight (the floor only); all zeros
+            # give uniform free weights, not NaN.
+            k.initialize(raw_angular_weights=torch.tensor([0.0, 1.0, 0.0, 1.0]))
+            got = k.angular_weights
+            base = torch.tensor(floor or [0.0] * 4, dtype=torch.double)
+            want = base + free * torch.tensor([0.0, 0.5, 0.0, 0.5], dtype=torch.double)
+            self.assertAllClose(got, want.to(got), atol=8 * eps, rtol=0)
+            k.initialize(raw_angular_weights=torch.zeros(4))
+            want = base + free * torch.full((4,), 0.25, dtype=torch.double)
+            self.assertAllClose(k.angular_weights, want.to(got), atol=8 * eps, rtol=0)
+
+    def test_batched_weights_are_normalized_per_batch(self):
+        for dtype in (torch.float, torch.double):
+            eps = torch.finfo(dtype).eps
+            k = self._kernel(
+                dtype,
+                angular_weights_parameterization="square",
+                batch_shape=torch.Size([2]),
+            )
+            raw = torch.tensor([[1.0, 2.0, 0.0, 2.0], [3.0, 0.0, 4.0, 0.0]])
+            k.initialize(raw_angular_weights=raw.to(dtype))
+            want = torch.tensor(
+                [[1 / 9, 4 / 9, 0.0, 4 / 9], [9 / 25, 0.0, 16 / 25, 0.0]],
+                dtype=torch.double,
+            )
+            got = k.angular_weights
+            self.assertAllClose(got, want.to(got), atol=8 * eps, rtol=0)
+
+    def test_gradient_against_finite_differences(self):
+        k = self._kernel(
+            torch.double,
+            angular_weights_parameterization="square",
+            angular_weights_floor=[0.0, 0.05, 0.0, 0.0],
+        )
+        raw = torch.tensor([0.3, -1.0, 2.0, 0.05], device=self.device).double()
+        k.initialize(raw_angular_weights=raw)
+        # Autograd's Jacobian d c_p / d raw_q, row by row ...
+        jacobian = torch.stack(
+            [
+                torch.autograd.grad(k.angular_weights[p], k.raw_angular_weights)[0]
+                for p in range(4)
+            ]
+        )
+        # ... against central differences.
+        h = 1e-6
+        for q in range(4):
+            step = torch.zeros_like(raw)
+            step[q] = h
+            k.initialize(raw_angular_weights=raw + step)
+            upper = k.angular_weights.detach()
+            k.initialize(raw_angular_weights=raw - step)
+            lower = k.angular_weights.detach()
+            self.assertAllClose(jacobian[:, q], (upper - lower) / (2 * h), atol=1e-8)
+
+    def test_starts_at_the_softmax_starting_weights(self):
+        for dtype, floor in itertools.product(
+            (torch.float, torch.double), (None, 0.05)
+        ):
+            # The raw starting values are made in the default dtype (float32)
+            # before the kernel moves to ``dtype``: float32's resolution.
+            eps = torch.finfo(torch.float).eps
+            square = self._kernel(
+                dtype,
+                angular_weights_parameterization="square",
+                angular_weights_floor=floor,
+            )
+            softmax = self._kernel(dtype, angular_weights_floor=floor)
+            self.assertAllClose(
+                square.angular_weights,
+                softmax.angular_weights,
+                atol=16 * eps,
+                rtol=0,
+            )
+
+    def test_setter_round_trips_and_gives_the_softmax_kernel(self):
+        X = torch.rand(7, 3, device=self.device)
+        for dtype in (torch.float, torch.double):
+            eps = torch.finfo(dtype).eps
+            want = torch.tensor([0.1, 0.5, 0.15, 0.25], dtype=dtype)
+            square = self._kernel(
+                dtype,
+                angular_weights_parameterization="square",
+                angular_weights_floor=0.05,
+            )
+            softmax = self._kernel(dtype, angular_weights_floor=0.05)
+            square.angular_weights = want
+            softmax.angular_weights = want
+            self.assertAllClose(
+                square.angular_weights, want.to(square.angular_weights), atol=8 * eps
+            )
+            # The same weights give the same kernel: only the raw map differs.
+            Xd = X.to(dtype)
+            self.assertAllClose(
+                square(Xd).to_dense(),
+                softmax(Xd).to_dense(),
+                atol=64 * eps,
+                rtol=0,
+            )
+            with self.assertRaisesRegex(ValueError, "finite and positive"):
+                square.angular_weights = torch.tensor([0.0, 0.5, 0.25, 0.25])
+            # Pickles with its parameterization.
+            copy = pickle.loads(pickle.dumps(square))
+            self.assertEqual(copy.angular_weights_parameterization, "square")
+            self.assertAllClose(copy(Xd).to_dense(), square(Xd).to_dense())
+
+    def test_kernels_pickled_before_the_argument_use_the_softmax(self):
+        k = BOCKKernel()
+        del k.__dict__["angular_weights_parameterization"]
+        copy = pickle.loads(pickle.dumps(k))
+        self.assertEqual(copy.angular_weights_parameterization, "softmax")
+        self.assertAllClose(
+            copy.angular_weights, torch.softmax(copy.raw_angular_weights, -1)
+        )
+
+    def test_bad_value_names_the_argument(self):
+        with self.assertRaisesRegex(
+            ValueError, "angular_weights_parameterization.*'logit'"
+        ):
+            BOCKKernel(angular_weights_parameterization="logit")
 
 
 class TestFusedGramAgreesWithAutogradPath(BotorchTestCase):

@@ -140,6 +140,17 @@ class TestMethods(BotorchTestCase):
             self.assertIsNone(k.angular_weights_floor)
         scaled = fit_model(X, Y, options, kernel=ABLATION_KERNELS["bock-scaled"])
         self.assertIsInstance(scaled.covar_module.base_kernel, BOCKKernel)
+        # bock_square_kernel: the runner's bock kernel with "square" weights.
+        from benchmarks.bock.kernels import bock_square_kernel
+
+        square = fit_model(X, Y, options, kernel=bock_square_kernel).covar_module
+        self.assertEqual(square.angular_weights_parameterization, "square")
+        self.assertEqual(bock.covar_module.angular_weights_parameterization, "softmax")
+        self.assertEqual(square.center_rule, "continuous")
+        self.assertEqual(
+            square.angular_weights_floor.tolist(),
+            bock.covar_module.angular_weights_floor.tolist(),
+        )
         # The scaled Matern: the runner's isotropic Matern with a learned amplitude.
         matern_scaled = fit_model(X, Y, options, kernel="matern-scaled")
         self.assertIsInstance(matern_scaled.covar_module.base_kernel, MaternKernel)
