@@ -7,7 +7,10 @@ method, seed) of every runner CSV under ``ROOT``, the rows at every ``--every``
 evaluations and the run's last one, with
 
 - the best value and regret so far;
-- the cumulative seconds (total, fit, acquisition) so far;
+- the cumulative seconds so far: the row's ``seconds`` (the runner's wall time
+  since the run started) and the fit and acquisition seconds summed over the
+  batches so far (each batch once: the runner writes a batch's seconds on each
+  of its rows);
 - the fitted model's diagnostics at that row (``model_noise``, ``model_elbo``,
   ``model_utility``, ``model_fit_steps``, ``model_angular_weights``,
   ``model_warp``), and the lengthscales as given plus their count, min, median
@@ -48,7 +51,8 @@ CARRIED = (
     "model_warp",
     "model_lengthscales",
 )
-TIMES = ("seconds", "fit_seconds", "acq_seconds")
+#: Per-batch seconds, summed over a run's batches.
+BATCH_TIMES = ("fit_seconds", "acq_seconds")
 COLUMNS = (
     *RUN_KEYS,
     "n_evals",
@@ -111,10 +115,16 @@ def compact_rows(rows: list[dict], every: int) -> list[dict]:
     out = []
     for key, run in runs.items():
         run = sorted(run, key=lambda r: int(r["n_evals"]))
-        totals = dict.fromkeys(TIMES, 0.0)
+        totals = dict.fromkeys(BATCH_TIMES, 0.0)
+        batch = None
         for i, row in enumerate(run):
-            for name in TIMES:
-                totals[name] += _float(row.get(name))
+            # A batch's rows share its iteration; count its seconds once. (Rows
+            # without an iteration column count one batch each.)
+            this = row.get("iteration") or ("row", i)
+            if this != batch:
+                for name in BATCH_TIMES:
+                    totals[name] += _float(row.get(name))
+                batch = this
             n = int(row["n_evals"])
             if n % every and i != len(run) - 1:
                 continue
@@ -124,7 +134,7 @@ def compact_rows(rows: list[dict], every: int) -> list[dict]:
                 n_evals=n,
                 best_value=row["best_value"],
                 regret=row.get("regret", ""),
-                seconds_total=f"{totals['seconds']:.4g}",
+                seconds_total=f"{_float(row.get('seconds')):.4g}",
                 fit_seconds_total=f"{totals['fit_seconds']:.4g}",
                 acq_seconds_total=f"{totals['acq_seconds']:.4g}",
                 n_lengthscales=len(ls) or "",

@@ -1,7 +1,8 @@
 r"""Summarize runner grids: means ± standard errors, paired differences, curves.
 
-Reads every ``*/results.csv`` (or ``results.csv.gz``) under the given folders, and a
-folder's own ``results.csv`` (a ``compare`` grid) (runs are keyed by method and
+Reads every ``*/results.csv`` (or ``results.csv.gz``, or the per-run checkpoint
+summaries ``results.checkpoints.csv.gz`` of ``compact_results.py``) under the given
+folders, and a folder's own such file (a ``compare`` grid) (runs are keyed by method and
 seed; a later folder does not override an earlier one; ``FOLDER::m1,m2`` takes
 only those methods from that folder, ``FOLDER::m1=alias`` renames one), keeps the
 runs that reached
@@ -44,6 +45,9 @@ from botorch_ext.runner.results import stored_results_path
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+#: ``compact_results.py``'s per-run checkpoint summary of a ``results.csv``.
+CHECKPOINTS = "results.checkpoints.csv.gz"
+
 
 def load(folders: list[str], methods: set[str] | None) -> dict:
     runs: dict[tuple[str, int], list[dict]] = {}
@@ -55,10 +59,12 @@ def load(folders: list[str], methods: set[str] | None) -> dict:
             (item.split("=") + [item])[:2] for item in filter(None, only.split(","))
         )
         paths = sorted(
-            p for pattern in ("*/results.csv", "*/results.csv.gz")
+            p for pattern in ("*/results.csv", "*/results.csv.gz", f"*/{CHECKPOINTS}")
             for p in Path(folder).glob(pattern)
         )  # fmt: skip
         own = stored_results_path(Path(folder))  # a `compare` grid's one file
+        if own is None and (Path(folder) / CHECKPOINTS).is_file():
+            own = Path(folder) / CHECKPOINTS
         if own is not None:
             paths.insert(0, own)
         for path in paths:
@@ -83,11 +89,32 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return mean, se
 
 
+def evaluations(rows: list[dict]) -> int:
+    r"""How many evaluations a run reached (its rows' largest ``n_evals``)."""
+    return max(int(float(r["n_evals"])) for r in rows)
+
+
+def row_at(rows: list[dict], at: int) -> dict | None:
+    r"""The run's row after ``at`` evaluations; None if it has none (a summary)."""
+    if len(rows) >= at and int(float(rows[at - 1]["n_evals"])) == at:
+        return rows[at - 1]  # every row kept: the at-th
+    return next((r for r in rows if int(float(r["n_evals"])) == at), None)
+
+
 def best_at(rows: list[dict], at: int) -> float:
-    return float(rows[at - 1]["best_value"])
+    row = row_at(rows, at)
+    if row is None:
+        raise ValueError(f"the run has no row at {at} evaluations (a checkpoint?)")
+    return float(row["best_value"])
 
 
 def step_seconds(rows: list[dict], at: int) -> list[float]:
+    if "seconds" not in rows[0]:
+        # Checkpoint summaries: the mean step from the first row to ``at``.
+        first, last = rows[0], row_at(rows, at)
+        steps = int(float(last["n_evals"])) - int(float(first["n_evals"]))
+        spent = float(last["seconds_total"]) - float(first["seconds_total"])
+        return [spent / steps] if steps > 0 else []
     stamps = sorted({float(r["seconds"]) for r in rows[:at]})
     return [b - a for a, b in zip(stamps, stamps[1:], strict=False)][1:]
 
@@ -107,9 +134,11 @@ def main() -> None:
     args = parser.parse_args()
     methods = set(args.methods.split(",")) if args.methods else None
     runs = load(args.folders, methods)
-    done = {k: v for k, v in runs.items() if len(v) >= args.at}
+    done = {k: v for k, v in runs.items() if evaluations(v) >= args.at}
     short = sorted(
-        f"{m}/s{s} ({len(v)})" for (m, s), v in runs.items() if len(v) < args.at
+        f"{m}/s{s} ({evaluations(v)})"
+        for (m, s), v in runs.items()
+        if evaluations(v) < args.at
     )
     by_method: dict[str, dict[int, list[dict]]] = defaultdict(dict)
     for (method, seed), rows in done.items():
@@ -128,7 +157,7 @@ def main() -> None:
         mean, se = mean_se(values)
         steps = [t for s in seeds for t in step_seconds(by_method[method][s], args.at)]
         noises = [
-            float(by_method[method][s][args.at - 1].get("model_noise") or "nan")
+            float(row_at(by_method[method][s], args.at).get("model_noise") or "nan")
             for s in seeds
         ]
         noises = [v for v in noises if not math.isnan(v)]
@@ -169,7 +198,7 @@ def main() -> None:
             for seed in sorted(by_method[method]):
                 rows = by_method[method][seed]
                 cells = [
-                    f"{best_at(rows, c):.4g}" if len(rows) >= c else ""
+                    f"{best_at(rows, c):.4g}" if row_at(rows, c) is not None else ""
                     for c in checkpoints
                 ]
                 print(f"| {method} | {seed} | " + " | ".join(cells) + " |")
@@ -181,8 +210,11 @@ def main() -> None:
         curves = [
             [float(r["best_value"]) for r in rows[: args.at]]
             for rows in by_method[method].values()
+            if len(rows) >= args.at  # every row (not a checkpoint summary)
         ]
         n = len(curves)
+        if not n:
+            continue
         mean = [statistics.fmean(c[j] for c in curves) for j in range(args.at)]
         se = [
             statistics.stdev(c[j] for c in curves) / math.sqrt(n) if n > 1 else 0.0
@@ -207,7 +239,7 @@ def main() -> None:
         series = defaultdict(list)
         for rows in by_method[method].values():
             for r in rows[: args.at]:
-                if r.get("model_noise"):
+                if r.get("model_noise") and int(float(r["n_evals"])) <= args.at:
                     series[int(r["n_evals"])].append(float(r["model_noise"]))
         if series:
             xs = sorted(series)

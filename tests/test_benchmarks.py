@@ -4,8 +4,10 @@ repository's layout."""
 import csv
 import gzip
 import json
+import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -33,7 +35,10 @@ def _rows(method, seed, n, q=1):
                 "value": str(value),
                 "best_value": str(best),
                 "regret": str(best - 0.4),
-                "seconds": "0.5",
+                # The runner's columns: wall time since the start (cumulative);
+                # a batch's (q rows after 3 initial points) seconds on each row.
+                "iteration": str(0 if i <= 3 else 1 + (i - 4) // q),
+                "seconds": str(0.5 * i),
                 "fit_seconds": "0.25" if i > 3 else "0",
                 "acq_seconds": "0.125" if i > 3 else "0",
                 "model_noise": "" if i <= 3 else str(0.01 * i),
@@ -68,6 +73,18 @@ class TestCompactResults(unittest.TestCase):
         self.assertNotIn("x0", out[0])
         with self.assertRaisesRegex(ValueError, "every must be >= 1"):
             compact_rows(rows, every=0)
+
+    def test_a_batchs_seconds_count_once(self):
+        # q = 3: a batch's fit and acquisition seconds stand on each of its rows.
+        out = compact_rows(_rows("qes", 0, 12, q=3), every=6)
+        by_n = {r["n_evals"]: r for r in out}
+        self.assertEqual(sorted(by_n), [6, 12])
+        # After 6 evaluations: batches (4, 5, 6) -> 1; after 12: 3 batches.
+        self.assertAlmostEqual(float(by_n[6]["fit_seconds_total"]), 0.25)
+        self.assertAlmostEqual(float(by_n[12]["fit_seconds_total"]), 0.75)
+        self.assertAlmostEqual(float(by_n[12]["acq_seconds_total"]), 0.375)
+        # Wall time is the runner's cumulative stamp, not a sum of stamps.
+        self.assertAlmostEqual(float(by_n[12]["seconds_total"]), 6.0)
 
     def test_compact_file(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -673,3 +690,64 @@ class TestBOCKFitEvaluations(unittest.TestCase):
             script.parse_config("rbf@1e-6")
         with self.assertRaisesRegex(ValueError, "FTOL must be a number.*'tight'"):
             script.parse_config("bock@tight")
+
+
+class TestGridSummaryReadsCheckpoints(unittest.TestCase):
+    # grid_summary.py on compact_results.py's summaries gives the best values and
+    # paired differences it gives on the raw rows (at a checkpoint).
+    def _write(self, folder: Path) -> None:
+        for method, seeds in (("a", (0, 1, 2)), ("b", (0, 1, 2, 3))):
+            run = folder / method
+            run.mkdir(parents=True)
+            rows = [r for s in seeds for r in _rows(method, s, 20)]
+            # Different values per method.
+            if method == "b":
+                for r in rows:
+                    r["best_value"] = str(float(r["best_value"]) + 0.5 * int(r["seed"]))
+            with open(run / "results.csv", "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+
+    def _summary(self, folder: Path, at: int) -> str:
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks/grid_summary.py"),
+                str(folder),
+                "--at",
+                str(at),
+                "--pairs",
+                "a:b",
+                "--checkpoints",
+                "10,20",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "MPLBACKEND": "Agg"},
+        ).stdout
+        return out
+
+    def test_same_table_from_raw_rows_and_checkpoints(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            raw, compact = Path(tmp) / "raw", Path(tmp) / "compact"
+            self._write(raw)
+            self._write(compact)
+            for path in compact.glob("*/results.csv"):
+                compact_file(path, every=10, remove=True)
+            self.assertEqual(list(compact.glob("*/results.csv")), [])
+            want = self._summary(raw, 20)
+            got = self._summary(compact, 20)
+            self.assertIn("paired a - b over 3 seeds", want)
+
+            # Equal but for the seconds per step (a mean over the summary's span).
+            def strip(text):
+                return [
+                    line.split(" | ")[:4] if line.startswith("| ") else line
+                    for line in text.splitlines()
+                ]
+
+            self.assertEqual(strip(got), strip(want))
+            # At an evaluation count that is no checkpoint, the runs are left out.
+            self.assertIn("Runs short of", self._summary(compact, 25))
