@@ -751,3 +751,34 @@ class TestGridSummaryReadsCheckpoints(unittest.TestCase):
             self.assertEqual(strip(got), strip(want))
             # At an evaluation count that is no checkpoint, the runs are left out.
             self.assertIn("Runs short of", self._summary(compact, 25))
+
+
+class TestBOCKWarmVsColdReplay(unittest.TestCase):
+    # warm_vs_cold_fits.py: the warm chain starts where a cold fit starts.
+    def test_first_state_is_a_cold_fit_and_states_follow_the_run(self):
+        import torch
+
+        script = load_script("benchmarks/bock/warm_vs_cold_fits.py")
+        torch.manual_seed(0)
+        X = torch.rand(7, 3, dtype=torch.double)
+        Y = -(X - 0.5).pow(2).sum(-1, keepdim=True)
+        out = script.replay(X, Y, "bock", n_init=5, at=[5, 7], ftol=1e-6)
+        self.assertEqual([r["n"] for r in out], [5, 7])
+        # At the first state the warm chain has nothing to start from.
+        self.assertEqual(out[0]["warm_ll"], out[0]["cold_ll"])
+        self.assertEqual(out[0]["warm_weights"], out[0]["cold_weights"])
+        # A run's rows in evaluation order, outcomes negated (BoTorch maximizes).
+        rows = [
+            {"method": m, "seed": "0", "n_evals": n, "value": v, "x0": a, "x1": b}
+            for m, n, v, a, b in (
+                ("m", "2", "2.0", "0.2", "0.5"),
+                ("m", "1", "1.0", "0.1", "0.4"),
+                ("m", "3", "3.0", "0.3", "0.6"),
+                ("o", "1", "9.0", "0.9", "0.9"),
+            )
+        ]
+        Xr, Yr = script.run_states(rows, "m", 0)
+        self.assertEqual(Xr.tolist(), [[0.1, 0.4], [0.2, 0.5], [0.3, 0.6]])
+        self.assertEqual(Yr.flatten().tolist(), [-1.0, -2.0, -3.0])
+        with self.assertRaisesRegex(ValueError, r"method 'z' and seed 0.*\['m', 'o'\]"):
+            script.run_states(rows, "z", 0)
