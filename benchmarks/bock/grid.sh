@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue-13 BOCK grid: the continuous center rule against the stronger Matern
+# The BOCK grid: the continuous center rule against the stronger Matern
 # baseline, in the same pipeline as benchmarks/bock/table1.sh (qLogNEI on a
 # SingleTaskGP whose kernel is the only difference; centre + 9 Sobol initial
 # points, q = 1, Bilog, 5 restarts and 256 raw samples), so that the stored

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue-12 Hartmann6 grid after the carried-state fix [Maus2024eulbo, Sec. 4,
+# The Hartmann6 grid after the carried-state fix [Maus2024eulbo, Sec. 4,
 # Table 1 settings]: noise-free Hartmann6, 100 uniform initial points, q = 1,
 # m = 100, optimize_acqf with 10 restarts and 256 raw samples, seeds SEEDS
 # (default 0-9), BUDGET evaluations (default 200 = 100 BO steps; the paper's 300

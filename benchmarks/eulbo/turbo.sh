@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue-12 TuRBO comparisons [Maus2024eulbo, Sec. 4]: turbo-eulbo-ei vs
+# TuRBO comparisons [Maus2024eulbo, Sec. 4]: turbo-eulbo-ei vs
 # turbo-elbo-svgp (m = 100, Table-1 step sizes, 10 restarts, 256 raw samples), 100
 # uniform initial points, seeds SEEDS (default 0 1 2), on
 #   rover: the 60-D rover (runner problem `rover`), q = 20, ROVER_BUDGET evaluations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue-15 grid: qES against BoTorch's entropy searches through the runner, on
-# the issue's pipeline (10 Sobol points, 30 more evaluations, SingleTaskGP with
+# The qES grid: qES against BoTorch's entropy searches through the runner, on
+# the benchmark's pipeline (10 Sobol points, 30 more evaluations, SingleTaskGP with
 # BoTorch's defaults refitted each iteration, Standardize, optimize_acqf with 10
 # restarts and 512 raw samples; the acquisition the only difference). One
 # `botorch-ext compare` per (problem, q, method) into its own folder, so methods

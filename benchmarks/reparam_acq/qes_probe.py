@@ -1,4 +1,4 @@
-r"""Issue 15: where ``qES`` and ``qMaxValueEntropy`` send the next point, from
+r"""Where ``qES`` and ``qMaxValueEntropy`` send the next point, from
 identical states.
 
 Takes the first ``--n`` rows of a stored runner run (by default the ``qmes`` runs

@@ -1,4 +1,4 @@
-r"""Issue 15: the final table of ``qES`` against BoTorch's entropy searches.
+r"""The final table of ``qES`` against BoTorch's entropy searches.
 
 Reads the folders of ``benchmarks/reparam_acq/qes_grid.sh``
 (``DIR/PROBLEM-qQ/METHOD/results.csv``) and of

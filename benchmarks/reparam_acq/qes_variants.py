@@ -1,4 +1,4 @@
-r"""Issue 15: screen ``qES`` settings on the runner's pipeline, one change at a time.
+r"""Screen ``qES`` settings on the runner's pipeline, one change at a time.
 
 Each variant is the runner's ``qes`` method (``botorch-ext run --method qes``:
 SingleTaskGP with BoTorch's defaults refitted each iteration, Standardize,

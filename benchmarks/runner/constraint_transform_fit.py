@@ -1,6 +1,6 @@
 r"""Do transform-enforced boxes change a MAP fit? BOCK and Matern on Rosenbrock-20.
 
-Issue 16, section 3: ``BOCKKernel``'s warp exponents ``alpha``, ``beta`` and
+``BOCKKernel``'s warp exponents ``alpha``, ``beta`` and
 its radial lengthscale, and the runner's Matern lengthscale floor, were bounded by
 constraints without a transform (``transform=None``): only ``fit_gpytorch_mll``'s
 L-BFGS-B bounds kept them in their box, and Adam or SGLD stepped through. This
