@@ -62,7 +62,9 @@ def bock_initial_conditions(
     best = train_X[train_Y.squeeze(-1).argmax()]
     scales = torch.tensor(SPRAY_SCALES, dtype=bounds.dtype)
     scale = scales[torch.arange(n_spray * q) % len(scales)].reshape(n_spray, q, 1)
+    # Drawn by the CPU generator (the same draws on every device), then moved.
     noise = torch.randn(n_spray, q, bounds.shape[-1], generator=gen, dtype=bounds.dtype)
+    noise, scale = noise.to(bounds.device), scale.to(bounds.device)
     spray = best + noise * scale * (bounds[1] - bounds[0])
     spray = torch.maximum(torch.minimum(spray, bounds[1]), bounds[0])
     raw = torch.cat([sobol, spray.to(sobol)])

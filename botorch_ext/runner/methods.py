@@ -133,7 +133,7 @@ def _random(
     r"""Uniform random points (no model)."""
     gen = torch.Generator().manual_seed(iteration_seed(seed, train_X))
     U = torch.rand(q, bounds.shape[-1], generator=gen, dtype=bounds.dtype)
-    return bounds[0] + U * (bounds[1] - bounds[0])
+    return bounds[0] + U.to(bounds.device) * (bounds[1] - bounds[0])
 
 
 def _sobol(

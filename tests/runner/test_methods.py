@@ -183,10 +183,11 @@ class TestMethods(BotorchTestCase):
         from botorch_ext.runner.initial_conditions import bock_initial_conditions
 
         d, q = 6, 2
-        X = torch.rand(12, d, dtype=torch.double)
-        Y = torch.randn(12, 1, dtype=torch.double)
+        tkwargs = {"device": self.device, "dtype": torch.double}
+        X = torch.rand(12, d, **tkwargs)
+        Y = torch.randn(12, 1, **tkwargs)
         best = X[Y.argmax()]
-        bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
+        bounds = torch.stack([torch.zeros(d), torch.ones(d)]).to(**tkwargs)
 
         # An acquisition that peaks at the incumbent: the sprays must win.
         def acqf(Xq):
@@ -204,10 +205,25 @@ class TestMethods(BotorchTestCase):
         self.assertTrue((values[:-1] >= values[1:]).all())
         again = bock_initial_conditions(acqf, bounds, q, X, Y, options, seed=3)
         self.assertTrue(torch.equal(ics, again))
+        self.assertEqual(ics.device, bounds.device)
         with self.assertRaisesRegex(ValueError, "unknown initial conditions 'x'"):
             get_method("bock").new_run().propose(
                 X, Y, bounds, 1, 0, MethodOptions(initial_conditions="x")
             )
+
+    def test_random_draws_on_the_inputs_device(self):
+        # The CPU generator's draws, moved to the device of the bounds.
+        tkwargs = {"device": self.device, "dtype": torch.double}
+        X = torch.rand(4, 3, **tkwargs)
+        Y = torch.randn(4, 1, **tkwargs)
+        bounds = torch.tensor([[-1.0, 0.0, 2.0], [1.0, 0.5, 4.0]], **tkwargs)
+        run = get_method("random").new_run()
+        out = run.propose(X, Y, bounds, 5, 7, MethodOptions()).candidates
+        self.assertEqual(out.device, bounds.device)
+        self.assertEqual(out.shape, torch.Size([5, 3]))
+        self.assertTrue(((out >= bounds[0]) & (out <= bounds[1])).all())
+        cpu = run.propose(X.cpu(), Y.cpu(), bounds.cpu(), 5, 7, MethodOptions())
+        self.assertTrue(torch.equal(out.cpu(), cpu.candidates))
 
     def test_bock_sgmcmc(self):
         from botorch_ext.kernels import BOCKKernel
