@@ -23,6 +23,8 @@ from botorch_ext.eulbo import (
 from botorch_ext.kernels import BOCKKernel
 
 DIM = 6
+#: BOCK's kernel options in the stored client: a non-default parameterization.
+SQUARE_WEIGHTS = {"angular_weights_parameterization": "square"}
 # Small fits and acquisition budgets: these tests check the Ax integration,
 # not BO quality.
 OPTIONS = EULBOOptions(
@@ -60,7 +62,12 @@ def _client():
         generator_kwargs={
             "botorch_acqf_class": qUCB,
             "surrogate_spec": SurrogateSpec(
-                model_configs=[ModelConfig(covar_module_class=BOCKKernel)]
+                model_configs=[
+                    ModelConfig(
+                        covar_module_class=BOCKKernel,
+                        covar_module_options=SQUARE_WEIGHTS,
+                    )
+                ]
             ),
         },
         # Small acquisition optimization: this tests storage, not BO quality.
@@ -192,6 +199,8 @@ class TestAx(BotorchTestCase):
         self.assertIs(kwargs["botorch_acqf_class"], qUCB)
         model_config = kwargs["surrogate_spec"].model_configs[0]
         self.assertIs(model_config.covar_module_class, BOCKKernel)
+        # The kernel's options are stored, and the continued fits use them.
+        self.assertEqual(model_config.covar_module_options, SQUARE_WEIGHTS)
         _run_trials(loaded, 2)
         trials = loaded._experiment.trials
         self.assertEqual(len(trials), 10)
@@ -200,6 +209,9 @@ class TestAx(BotorchTestCase):
         for index in (8, 9):
             run = trials[index].generator_runs[0]
             self.assertEqual(run._generation_node_name, node.name)
+        fitted = node.generator_specs[0].fitted_adapter.generator.surrogate.model
+        self.assertIsInstance(fitted.covar_module, BOCKKernel)
+        self.assertEqual(fitted.covar_module.angular_weights_parameterization, "square")
 
 
 def _eulbo_client(
