@@ -7,10 +7,10 @@ method, seed) of every runner CSV under ``ROOT``, the rows at every ``--every``
 evaluations and the run's last one, with
 
 - the best value and regret so far;
-- the cumulative seconds so far: the row's ``seconds`` (the runner's wall time
+- the seconds so far: the row's ``seconds`` as the runner wrote it (wall time
   since the run started) and the fit and acquisition seconds summed over the
-  batches so far (each batch once: the runner writes a batch's seconds on each
-  of its rows);
+  batches so far (``fit_seconds_total``, ``acq_seconds_total``; each batch once:
+  the runner writes a batch's seconds on each of its rows);
 - the fitted model's diagnostics at that row (``model_noise``, ``model_elbo``,
   ``model_utility``, ``model_fit_steps``, ``model_angular_weights``,
   ``model_warp``), and the lengthscales as given plus their count, min, median
@@ -58,7 +58,7 @@ COLUMNS = (
     "n_evals",
     "best_value",
     "regret",
-    "seconds_total",
+    "seconds",
     "fit_seconds_total",
     "acq_seconds_total",
     *CARRIED,
@@ -134,7 +134,7 @@ def compact_rows(rows: list[dict], every: int) -> list[dict]:
                 n_evals=n,
                 best_value=row["best_value"],
                 regret=row.get("regret", ""),
-                seconds_total=f"{_float(row.get('seconds')):.4g}",
+                seconds=f"{_float(row.get('seconds')):.4g}",
                 fit_seconds_total=f"{totals['fit_seconds']:.4g}",
                 acq_seconds_total=f"{totals['acq_seconds']:.4g}",
                 n_lengthscales=len(ls) or "",

@@ -109,13 +109,22 @@ def best_at(rows: list[dict], at: int) -> float:
 
 
 def step_seconds(rows: list[dict], at: int) -> list[float]:
+    r"""Seconds per BO step from the runner's cumulative ``seconds`` stamps.
+
+    From every row: each step's duration (the first step, which follows the
+    initial design, left out). From a checkpoint summary: the mean step between
+    its first row and the row at ``at``. Summaries without the ``seconds``
+    column (compacted before it was kept) give none.
+    """
     if "seconds" not in rows[0]:
-        # Checkpoint summaries: the mean step from the first row to ``at``.
-        first, last = rows[0], row_at(rows, at)
-        steps = int(float(last["n_evals"])) - int(float(first["n_evals"]))
-        spent = float(last["seconds_total"]) - float(first["seconds_total"])
+        return []
+    kept = [r for r in rows if int(float(r["n_evals"])) <= at]
+    counts = [int(float(r["n_evals"])) for r in kept]
+    if counts != list(range(counts[0], counts[0] + len(counts))):  # a summary
+        steps = counts[-1] - counts[0]
+        spent = float(kept[-1]["seconds"]) - float(kept[0]["seconds"])
         return [spent / steps] if steps > 0 else []
-    stamps = sorted({float(r["seconds"]) for r in rows[:at]})
+    stamps = sorted({float(r["seconds"]) for r in kept})
     return [b - a for a, b in zip(stamps, stamps[1:], strict=False)][1:]
 
 
@@ -165,9 +174,10 @@ def main() -> None:
         per_seed = ", ".join(
             f"{s}: {v:.3f}" for s, v in zip(seeds, values, strict=True)
         )
+        step = f"{statistics.fmean(steps):.2f}" if steps else ""
         print(
             f"| {method} | {len(seeds)} | {mean:.3f} ± {se:.3f} | {per_seed} | "
-            f"{statistics.fmean(steps):.2f} | {noise} |"
+            f"{step} | {noise} |"
         )
     print()
     for pair in filter(None, args.pairs.split(",")):

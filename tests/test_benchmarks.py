@@ -61,8 +61,8 @@ class TestCompactResults(unittest.TestCase):
             run = _rows("qlogei", int(seed), n)
             best = min(float(x["value"]) for x in run)
             self.assertEqual(float(r["best_value"]), best)
-            # Cumulative seconds up to and including that evaluation.
-            self.assertAlmostEqual(float(r["seconds_total"]), 0.5 * n)
+            # The runner's wall time at that evaluation (cumulative).
+            self.assertAlmostEqual(float(r["seconds"]), 0.5 * n)
             self.assertAlmostEqual(float(r["fit_seconds_total"]), 0.25 * (n - 3))
             self.assertAlmostEqual(float(r["model_noise"]), 0.01 * n)
             # Lengthscales n, 0.5, 2: their count, min, median and max.
@@ -84,7 +84,7 @@ class TestCompactResults(unittest.TestCase):
         self.assertAlmostEqual(float(by_n[12]["fit_seconds_total"]), 0.75)
         self.assertAlmostEqual(float(by_n[12]["acq_seconds_total"]), 0.375)
         # Wall time is the runner's cumulative stamp, not a sum of stamps.
-        self.assertAlmostEqual(float(by_n[12]["seconds_total"]), 6.0)
+        self.assertAlmostEqual(float(by_n[12]["seconds"]), 6.0)
 
     def test_compact_file(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -692,6 +692,9 @@ class TestBOCKFitEvaluations(unittest.TestCase):
             script.parse_config("bock@tight")
 
 
+CHECKPOINTS = "results.checkpoints.csv.gz"
+
+
 class TestGridSummaryReadsCheckpoints(unittest.TestCase):
     # grid_summary.py on compact_results.py's summaries gives the best values and
     # paired differences it gives on the raw rows (at a checkpoint).
@@ -741,14 +744,20 @@ class TestGridSummaryReadsCheckpoints(unittest.TestCase):
             got = self._summary(compact, 20)
             self.assertIn("paired a - b over 3 seeds", want)
 
-            # Equal but for the seconds per step (a mean over the summary's span).
-            def strip(text):
-                return [
-                    line.split(" | ")[:4] if line.startswith("| ") else line
-                    for line in text.splitlines()
-                ]
-
-            self.assertEqual(strip(got), strip(want))
+            # The same table (the rows' steps all take 0.5 s, so the summary's
+            # mean step over its span is the raw rows' mean step).
+            self.assertIn("| 0.50 |", want)
+            self.assertEqual(got, want)
+            # Summaries compacted before the `seconds` column (with the old,
+            # meaningless `seconds_total`) give no seconds per step.
+            for path in compact.glob(f"*/{CHECKPOINTS}"):
+                with gzip.open(path, "rt") as f:
+                    text = f.read()
+                with gzip.open(path, "wt") as f:
+                    f.write(text.replace(",seconds,", ",seconds_total,", 1))
+            old = self._summary(compact, 20)
+            self.assertNotIn("| 0.50 |", old)
+            self.assertIn("|  | ", old)  # the empty seconds-per-step cell
             # At an evaluation count that is no checkpoint, the runs are left out.
             self.assertIn("Runs short of", self._summary(compact, 25))
 
