@@ -186,8 +186,9 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
       the same family of kernels and the same starting weights, with fewer
       L-BFGS-B evaluations per fit (about a fifth fewer at ``ftol`` 1e-6 on
       Rosenbrock-20 data, mostly to higher fitted likelihoods; the BOCK page
-      of the documentation). The default stays the softmax so that existing
-      fits and stored ``raw_angular_weights`` keep their meaning.
+      of the documentation). The default stays the softmax: existing fits and
+      stored ``raw_angular_weights`` keep their meaning, and BO runs with
+      square weights were no better there.
     - Inputs must lie in the closed ball of radius ``R`` about ``c``: a point
       outside raises ``ValueError`` rather than being clamped. The default ball
       holds the unit cube; with BoTorch's ``Normalize``, pass the search box as
