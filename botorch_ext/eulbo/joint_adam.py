@@ -55,12 +55,6 @@ class _AdamJointPhase:
         self.check = (
             None if self.epochs else check_set(model, options.stopping.check_size, gen)
         )
-        n = model.train_X_full.shape[-2]
-        self.steps_per_round = (
-            math.ceil(n / options.adam.batch_size)
-            if self.epochs
-            else options.stopping.check_every
-        )
         self.max_rounds = (
             options.stopping.max_epochs
             if self.epochs
@@ -102,7 +96,7 @@ class _AdamJointPhase:
         r"""The minibatches of one round: an epoch, or ``check_every`` steps."""
         if self.epochs:
             return minibatches(self.model, self.options.adam.batch_size, self.gen)
-        return [next(stream) for _ in range(self.steps_per_round)]
+        return [next(stream) for _ in range(self.options.stopping.check_every)]
 
     def run_round(self, batches: list[Tensor]) -> tuple[int, bool]:
         r"""One round of w- and x-steps: ``(w-steps taken, diverged)``."""
@@ -139,7 +133,8 @@ def adam_joint_phase(
     the expected log utility), both clipped at ``grad_clip``, ``x`` projected
     onto ``bounds``; stopped by ``fit_elbo``'s rule applied to the EULBO. The
     model is left at the best state seen at the end of a round, the warm start
-    included; a non-finite EULBO returns the warm-start candidates and warns.
+    included; a non-finite EULBO restores the warm start (state and candidates,
+    as the other joint phases do) and warns.
 
     Example:
         >>> cand, value = adam_joint_phase(problem, x0, gen)
@@ -158,6 +153,7 @@ def adam_joint_phase(
     warm_utility = problem.utility_value(x0)
     # The returned state is the best EULBO seen at a round's end, starting
     # from the warm start: minibatch Adam is not monotone.
+    warm = Snapshot(model)
     best = Snapshot(model, warm_value)
     best_x = x0.clone()
     rule = StoppingRule(stopping.patience, stopping.tol)
@@ -179,18 +175,20 @@ def adam_joint_phase(
             best_x = phase.x.detach().clone()
         if rule.update(problem.objective.per_datum(model, value)):
             break
-    best.restore()
     candidates = best_x
     if diverged:
-        # The best state is finite by construction; the candidates fall back to
-        # the warm start, whose EULBO is known to be finite.
+        # The warm start, state and candidates together: its EULBO is known to
+        # be finite, and a round's state never pairs with another round's x.
+        warm.restore()
         candidates = x0
         warnings.warn(
             "The EULBO became non-finite during optimize_eulbo; restored the "
-            "best finite model state and returned the warm-start candidates.",
+            "warm-start model state and returned the warm-start candidates.",
             OptimizationWarning,
             stacklevel=3,
         )
+    else:
+        best.restore()
     model.eval()
     value = phase.criterion(candidates)
     return finish_joint_phase(

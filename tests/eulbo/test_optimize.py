@@ -636,3 +636,202 @@ class TestAcquisitionSearchBudget(BotorchTestCase):
         for bad in (0, -3, 2.5):
             with self.assertRaisesRegex(ValueError, "warm_start.max_iter"):
                 settings(FAST, max_iter=bad).validate()
+
+
+class TestAdamJointPhase(BotorchTestCase):
+    r"""Algorithm 1's alternating minibatch Adam joint phase
+    (``JointOptions(optimizer="adam")``): its rounds, its stopping rule, and its
+    fallback when the EULBO turns non-finite in any of its parts."""
+
+    #: Six-point minibatches of the 40 training points: 7 w-steps an epoch (the
+    #: last of 4 points).
+    BATCH = 6
+
+    def _fitted(self, dtype, **flat):
+        X, Y = _data(dtype=dtype)
+        model = EULBOModel(X, Y, num_inducing_points=10)
+        options = settings(FAST, joint_optimizer="adam", batch_size=self.BATCH, **flat)
+        fit_elbo(model, options, seed=0)
+        bounds = torch.tensor([[0.0, 0.1], [0.9, 1.0]], dtype=dtype)
+        return model, options, bounds
+
+    def test_table1_rounds_are_epochs_on_the_full_eulbo(self):
+        # Under the epoch rule (EULBOOptions.table1) a round is one epoch of
+        # ceil(n / batch_size) w-steps and the criterion is the full-data EULBO.
+        for dtype in (torch.float, torch.double):
+            n = 40
+            per_epoch = math.ceil(n / self.BATCH)
+            # Patience above the budget: every epoch runs.
+            model, options, bounds = self._fitted(
+                dtype, convergence="epochs", max_epochs=2, patience=5, tol=0.0
+            )
+            start = copy.deepcopy(model)
+            cand, value = optimize_eulbo(
+                model, bounds, q=1, seed=2, refit=False, options=options
+            )
+            info = model.last_optimization
+            self.assertEqual(info["optimizer"], "adam")
+            self.assertFalse(info["diverged"])
+            self.assertEqual(info["steps"], 2 * per_epoch)
+            self.assertEqual(len(info["trace"]), 3)  # the warm start and 2 epochs
+            base, x0 = info["base_samples"], info["warm_start_candidates"]
+            with torch.no_grad():
+                warm = EULBO()(start, x0, base, "ei").item()
+                new = EULBO()(model, cand, base, "ei").item()
+            tol = IMPROVEMENT_EPS * torch.finfo(dtype).eps * max(abs(warm), 1.0)
+            # The trace starts at the warm start's full EULBO, the returned value
+            # is the returned state's at the returned candidates, and the best
+            # state seen (the warm start included) is returned.
+            self.assertAlmostEqual(info["trace"][0], warm, delta=tol)
+            self.assertAlmostEqual(value.item(), new, delta=tol)
+            self.assertAlmostEqual(max(info["trace"]), new, delta=tol)
+            self.assertGreaterEqual(new, warm - tol)
+            # A tolerance no epoch can beat stops after the first epoch.
+            model, options, bounds = self._fitted(
+                dtype, convergence="epochs", max_epochs=5, patience=1, tol=1e9
+            )
+            optimize_eulbo(model, bounds, q=1, seed=2, refit=False, options=options)
+            self.assertEqual(model.last_optimization["steps"], per_epoch)
+
+    def test_check_set_rounds_stop_by_the_rule(self):
+        # Under the step rule a round is check_every w-steps; a tolerance no
+        # round can beat stops after patience rounds, else max_steps w-steps.
+        model, options, bounds = self._fitted(
+            torch.double, max_steps=60, check_every=10, patience=2, tol=1e9
+        )
+        optimize_eulbo(model, bounds, q=1, seed=2, refit=False, options=options)
+        self.assertEqual(model.last_optimization["steps"], 20)
+        model, options, bounds = self._fitted(
+            torch.double, max_steps=30, check_every=10, patience=5, tol=0.0
+        )
+        optimize_eulbo(model, bounds, q=1, seed=2, refit=False, options=options)
+        self.assertEqual(model.last_optimization["steps"], 30)
+
+    def test_non_finite_parts_fall_back_to_the_warm_start(self):
+        # NaN in a w-step's utility term, in an x-step, or in the criterion at a
+        # round's end: the warm-start state and candidates come back, with a
+        # warning, for both alternations and both stopping rules.
+        real = EULBO.expected_log_utility
+
+        def poison(where):
+            calls = {"criterion": 0}
+
+            def utility(self_, model_, X, *args, **kwargs):
+                out = real(self_, model_, X, *args, **kwargs)
+                if where == "x-step" and X.requires_grad:
+                    return out * math.nan
+                if where == "w-step" and torch.is_grad_enabled():
+                    if not X.requires_grad:
+                        return out * math.nan
+                if where == "criterion" and not torch.is_grad_enabled():
+                    # The warm start's criterion and utility, then the first
+                    # round's criterion; the final evaluation is finite again.
+                    calls["criterion"] += 1
+                    if calls["criterion"] == 3:
+                        return out * math.nan
+                return out
+
+            return mock.patch.object(EULBO, "expected_log_utility", utility)
+
+        for convergence in ("steps", "epochs"):
+            for alternation in ("step", "epoch"):
+                for where in ("w-step", "x-step", "criterion"):
+                    model, options, bounds = self._fitted(
+                        torch.double,
+                        convergence=convergence,
+                        alternation=alternation,
+                        max_epochs=2,
+                    )
+                    start = copy.deepcopy(model.state_dict())
+                    with poison(where):
+                        with self.assertWarnsRegex(OptimizationWarning, "non-finite"):
+                            cand, value = optimize_eulbo(
+                                model, bounds, q=1, refit=False, options=options
+                            )
+                    info = model.last_optimization
+                    label = (convergence, alternation, where)
+                    self.assertTrue(info["diverged"], label)
+                    self.assertTrue(
+                        torch.equal(cand, info["warm_start_candidates"]), label
+                    )
+                    self.assertTrue(math.isfinite(value.item()), label)
+                    for k, v in model.state_dict().items():
+                        self.assertTrue(torch.equal(v, start[k]), (label, k))
+
+    def test_divergence_after_a_better_round_returns_the_warm_start(self):
+        # The first round ends above the warm start (a better state and x are
+        # held), the second's criterion is NaN: the warm start comes back, its
+        # state and candidates together, not the better round's state with the
+        # warm-start candidates.
+        real = EULBO.expected_log_utility
+        calls = {"n": 0}
+
+        def utility(self_, model_, X, *args, **kwargs):
+            out = real(self_, model_, X, *args, **kwargs)
+            if not torch.is_grad_enabled():
+                calls["n"] += 1
+                # The warm start's criterion and utility, round 1's criterion,
+                # then round 2's.
+                if calls["n"] == 4:
+                    return out * math.nan
+            return out
+
+        model, options, bounds = self._fitted(
+            torch.double, max_steps=30, check_every=10, patience=5, tol=0.0
+        )
+        start = copy.deepcopy(model.state_dict())
+        with mock.patch.object(EULBO, "expected_log_utility", utility):
+            with self.assertWarnsRegex(OptimizationWarning, "non-finite"):
+                cand, _ = optimize_eulbo(
+                    model, bounds, q=1, seed=2, refit=False, options=options
+                )
+        info = model.last_optimization
+        self.assertTrue(info["diverged"])
+        warm, first, second = info["trace"]
+        self.assertTrue(exceeds(first, warm, torch.double))
+        self.assertTrue(math.isnan(second))
+        self.assertTrue(torch.equal(cand, info["warm_start_candidates"]))
+        for k, v in model.state_dict().items():
+            self.assertTrue(torch.equal(v, start[k]), k)
+
+    def test_a_lower_last_round_returns_the_best_rounds_state(self):
+        # Round 2 ends lower than round 1 (its criterion pushed down by 1,000):
+        # the state and candidates at round 1's end come back, exactly as a run
+        # stopped after round 1 returns them.
+        real = EULBO.expected_log_utility
+        calls = {"n": 0}
+
+        def utility(self_, model_, X, *args, **kwargs):
+            out = real(self_, model_, X, *args, **kwargs)
+            if not torch.is_grad_enabled():
+                calls["n"] += 1
+                if calls["n"] == calls["lower"]:  # round 2's criterion
+                    return out - 1e3
+            return out
+
+        # A short ELBO fit (10 steps), which the first round improves on.
+        fitted, options, bounds = self._fitted(
+            torch.double, max_steps=10, check_every=10, patience=5
+        )
+        runs = {}
+        for rounds in (1, 2):
+            model = copy.deepcopy(fitted)
+            options = settings(options, max_steps=10 * rounds)
+            # Calls: the warm start's criterion and utility, round 1's criterion,
+            # round 2's (if any), the returned candidates' value.
+            calls.update(n=0, lower=4 if rounds == 2 else 0)
+            with mock.patch.object(EULBO, "expected_log_utility", utility):
+                cand, value = optimize_eulbo(
+                    model, bounds, q=1, seed=2, refit=False, options=options
+                )
+            runs[rounds] = (cand, value, model.state_dict(), model.last_optimization)
+        cand1, value1, state1, info1 = runs[1]
+        cand2, value2, state2, info2 = runs[2]
+        warm, first = info1["trace"]
+        self.assertTrue(exceeds(first, warm, torch.double))  # round 1 was kept
+        self.assertLess(info2["trace"][2], first)
+        self.assertFalse(torch.equal(cand1, info1["warm_start_candidates"]))
+        self.assertTrue(torch.equal(cand2, cand1))
+        self.assertEqual(value2.item(), value1.item())
+        for k, v in state2.items():
+            self.assertTrue(torch.equal(v, state1[k]), k)
