@@ -70,18 +70,22 @@ class ReflectedInterval(Interval):  # type: ignore[misc]  # GPyTorch ships no ty
     ) -> None:
         lower = torch.as_tensor(lower_bound, dtype=torch.double)
         upper = torch.as_tensor(upper_bound, dtype=torch.double)
-        if bool(torch.isnan(lower).any() | torch.isnan(upper).any()):
-            raise ValueError("`ReflectedInterval` bounds must not be NaN.")
         for name, bound in (("lower_bound", lower), ("upper_bound", upper)):
+            if bool(torch.isnan(bound).any()):
+                raise ValueError(f"`{name}` must not be NaN; got {_fmt(bound)}.")
             finite = torch.isfinite(bound)
             if bool(finite.any()) and not bool(finite.all()):
                 raise ValueError(
-                    f"`{name}` must be finite everywhere or infinite everywhere."
+                    f"`{name}` must be finite everywhere or infinite everywhere; "
+                    f"got {_fmt(bound)}."
                 )
         self._finite_lower = bool(torch.isfinite(lower).all())
         self._finite_upper = bool(torch.isfinite(upper).all())
         if not (self._finite_lower or self._finite_upper):
-            raise ValueError("`ReflectedInterval` needs at least one finite bound.")
+            raise ValueError(
+                "`ReflectedInterval` needs at least one finite bound; got "
+                f"`lower_bound` {_fmt(lower)} and `upper_bound` {_fmt(upper)}."
+            )
         super().__init__(
             lower_bound=lower_bound,
             upper_bound=upper_bound,
@@ -148,16 +152,12 @@ class ReflectedInterval(Interval):  # type: ignore[misc]  # GPyTorch ships no ty
         return value
 
     def __repr__(self) -> str:
-        if self.lower_bound.numel() == 1 and self.upper_bound.numel() == 1:
-            return (
-                f"{self._get_name()}({_fmt(self.lower_bound)}, "
-                f"{_fmt(self.upper_bound)})"
-            )
-        return str(super().__repr__())
+        # GPyTorch's shows tensor bounds as an empty module, ``Interval()``.
+        return f"{self._get_name()}({_fmt(self.lower_bound)}, {_fmt(self.upper_bound)})"
 
 
 def _fmt(bound: Tensor) -> str:
     if bound.numel() != 1:
         return str(bound.tolist())
     value = bound.item()
-    return str(value) if math.isinf(value) else f"{value:.3E}"
+    return str(value) if not math.isfinite(value) else f"{value:.3E}"

@@ -120,12 +120,35 @@ class TestReflectedInterval(BotorchTestCase):
             floor.inverse_transform(torch.tensor(0.01))
         with self.assertRaisesRegex(ValueError, "outside the box"):
             ReflectedInterval(0.0, 1.0).inverse_transform(float("nan"))
-        with self.assertRaisesRegex(ValueError, "finite bound"):
+        with self.assertRaisesRegex(ValueError, r"finite bound; got .*-inf.* inf"):
             ReflectedInterval(-math.inf, math.inf)
-        with self.assertRaisesRegex(ValueError, "`lower_bound`"):
+        with self.assertRaisesRegex(ValueError, r"`lower_bound`.*\[0\.0, -inf\]"):
             ReflectedInterval(torch.tensor([0.0, -math.inf]), 1.0)
+        for args, name in (
+            ((math.nan, 1.0), "lower_bound"),
+            ((0.0, math.nan), "upper_bound"),
+        ):
+            with self.assertRaisesRegex(
+                ValueError, rf"`{name}` must not be NaN; got nan"
+            ):
+                ReflectedInterval(*args)
+        with self.assertRaisesRegex(ValueError, r"`upper_bound` must not be NaN"):
+            ReflectedInterval(0.0, torch.tensor([1.0, math.nan]))
         with self.assertRaisesRegex(ValueError, "empty"):
             ReflectedInterval(1.0, 1.0)
+        # Errors and reprs show the bounds, tensor bounds elementwise.
+        self.assertEqual(repr(floor), "ReflectedInterval(2.500E-02, inf)")
+        vector = ReflectedInterval(torch.tensor([0.0, 0.5]), 1.0)
+        self.assertEqual(repr(vector), "ReflectedInterval([0.0, 0.5], 1.000E+00)")
+        with self.assertRaisesRegex(ValueError, r"1\.5 outside .* of Reflected"):
+            vector.inverse_transform(torch.tensor([0.7, 1.5]))
+        # Integer values are taken as the bounds' floating type.
+        for box in (floor, vector):
+            value = box.transform(torch.tensor([1, 2]))
+            self.assertEqual(value.dtype, box.lower_bound.dtype)
+            self.assertEqual(value.tolist(), [1.0, 1.0 if box is vector else 2.0])
+            inverse = box.inverse_transform(torch.tensor([1, 1]))
+            self.assertEqual(inverse.dtype, box.lower_bound.dtype)
 
     def test_map_fit_equals_the_untransformed_box(self):
         # fit_gpytorch_mll gets the same L-BFGS-B bounds and, inside them, the
