@@ -105,6 +105,20 @@ class TestEULBOModel(BotorchTestCase):
             EULBOModel(X, Yn)
         with self.assertRaisesRegex(ValueError, "rows"):
             EULBOModel(X, Y[:-1])
+        for bad_X, bad_Y, shapes in (
+            (X[:, 0], Y, r"\(40,\) and \(40, 1\)"),
+            (X, Y.expand(-1, 2), r"\(40, 2\) and \(40, 2\)"),
+        ):
+            with self.assertRaisesRegex(
+                ValueError, f"n x d .* n x 1, got shapes {shapes}"
+            ):
+                EULBOModel(bad_X, bad_Y)
+        with self.assertRaisesRegex(
+            ValueError, "fitted on 2-dimensional inputs, `train_X` has 3"
+        ):
+            EULBOModel(
+                torch.rand(5, 3, dtype=X.dtype), Y[:5], previous_model=EULBOModel(X, Y)
+            )
         with self.assertRaisesRegex(ValueError, "num_inducing_points"):
             EULBOModel(X, Y, num_inducing_points=0)
         with self.assertRaisesRegex(ValueError, "elbo_scale"):
@@ -338,6 +352,43 @@ class TestFittingAndCarriedState(BotorchTestCase):
                 kernel_lengthscale(reset.model.covar_module),
                 kernel_lengthscale(model.model.covar_module),
             )
+
+    def test_carry_over_without_standardize_keeps_the_state_as_it_is(self):
+        # Only a Standardize -> Standardize change of scale is mapped: with a
+        # Bilog transform the carried q(u), constant mean and noise are the
+        # previous model's, value for value.
+        from botorch.models.transforms.outcome import Bilog
+
+        X, Y = _data()
+        previous = EULBOModel(
+            X[:30], Y[:30], num_inducing_points=10, outcome_transform=Bilog()
+        )
+        fit_elbo(previous, FAST)
+        model = EULBOModel(
+            X,
+            Y,
+            num_inducing_points=10,
+            previous_model=previous,
+            outcome_transform=Bilog(),
+        )
+        old, new = previous.model, model.model
+        old_q = old.variational_strategy._variational_distribution
+        new_q = new.variational_strategy._variational_distribution
+        for name in ("variational_mean", "chol_variational_covar"):
+            self.assertTrue(
+                torch.equal(getattr(new_q, name), getattr(old_q, name)), name
+            )
+        self.assertTrue(torch.equal(new.mean_module.constant, old.mean_module.constant))
+        self.assertTrue(torch.equal(model.likelihood.noise, previous.likelihood.noise))
+        # With Standardize on both the same carry rescales them.
+        previous = EULBOModel(X[:30], Y[:30], num_inducing_points=10)
+        fit_elbo(previous, FAST)
+        model = EULBOModel(X, Y, num_inducing_points=10, previous_model=previous)
+        self.assertFalse(
+            torch.equal(
+                model.model.mean_module.constant, previous.model.mean_module.constant
+            )
+        )
 
     def test_diagnostics(self):
         X, Y = _data()

@@ -58,6 +58,28 @@ class TestTurboState(BotorchTestCase):
         side = side[1] - side[0]
         self.assertAllClose(side / side[0], torch.tensor([1.0, 2.0, 4.0]).double())
 
+    def test_bounds_from_variational_and_isotropic_models(self):
+        # BoTorch's SingleTaskVariationalGP keeps its kernel on `.model`; an
+        # isotropic lengthscale gives the cube of side `length`.
+        from botorch.models import SingleTaskVariationalGP
+        from gpytorch.kernels import MaternKernel, RBFKernel
+
+        X = torch.rand(10, 3, dtype=torch.double)
+        Y = X.sum(-1, keepdim=True)
+        center = torch.full((3,), 0.5, dtype=torch.double)
+        s = TurboState(dim=3, length=0.2)
+        ard = RBFKernel(ard_num_dims=3).to(X)
+        ard.lengthscale = torch.tensor([[0.1, 0.2, 0.4]])
+        svgp = SingleTaskVariationalGP(X, Y, covar_module=ard)
+        self.assertFalse(hasattr(svgp, "covar_module"))
+        box = s.bounds(center, svgp)
+        side = box[1] - box[0]
+        self.assertAllClose(side / side[0], torch.tensor([1.0, 2.0, 4.0]).double())
+        self.assertAlmostEqual(side.log().mean().exp().item(), 0.2, places=12)
+        isotropic = SingleTaskGP(X, Y, covar_module=MaternKernel().to(X))
+        box = s.bounds(center, isotropic)
+        self.assertAllClose(box, torch.tensor([[0.4] * 3, [0.6] * 3]).double())
+
     def test_bad_input(self):
         with self.assertRaisesRegex(ValueError, "dim"):
             TurboState(dim=0)
