@@ -115,6 +115,90 @@ class TestHyperparameterPosterior(BotorchTestCase):
         alpha = far["covar_module.raw_alpha"]
         self.assertTrue(bool(((alpha >= 0.5) & (alpha <= 1.0)).all()))
 
+    def test_a_prior_on_a_transformed_parameter_takes_the_jacobian(self):
+        # ScaleKernel's outputscale: softplus-transformed, with a Gamma prior on
+        # the outputscale itself, so z is the raw value and the density gains
+        # log softplus'(raw) = log sigmoid(raw).
+        from gpytorch.kernels import RBFKernel, ScaleKernel
+        from gpytorch.priors import GammaPrior
+
+        X, Y = data()
+        kernel = ScaleKernel(RBFKernel(), outputscale_prior=GammaPrior(2.0, 0.15))
+        model = SGMCMCFullyBayesianSingleTaskGP(
+            X, Y, covar_module=kernel, outcome_transform=Standardize(1)
+        )
+        post = HyperparameterPosterior(model)
+        entries = {e["name"]: e for e in post.entries}
+        scale = entries["covar_module.raw_outputscale"]
+        self.assertEqual((scale["kind"], scale["has_prior"]), ("free", True))
+        gen = torch.Generator().manual_seed(3)
+        z = post.initial_point() + 0.3 * torch.randn(
+            post.dim, generator=gen, dtype=torch.float64
+        )
+        raw = {k: v[0] for k, v in post.unpack(z.unsqueeze(0)).items()}
+        ref = copy.deepcopy(model)
+        with torch.no_grad():
+            for name, p in ref.named_parameters():
+                p.copy_(raw[name])
+        ref.train()
+        mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
+        expected = mll(ref(*ref.train_inputs), ref.train_targets) * 12
+        start = 0
+        for e in post.entries:
+            chunk = z[start : start + e["numel"]]
+            start += e["numel"]
+            if e["kind"] == "lower":  # lo + exp(z)
+                expected = expected + chunk.sum()
+            elif e["has_prior"]:  # the outputscale: softplus' = sigmoid
+                expected = expected + torch.sigmoid(raw[e["name"]]).log().sum()
+            else:  # the constant mean: no prior of its own
+                expected = expected - 0.5 * (chunk / RAW_PRIOR_SCALE).pow(2).sum()
+        self.assertAllClose(post.log_density(z), expected.detach(), rtol=1e-12)
+
+    def test_a_ceiling_maps_below_it(self):
+        # A parameter with only an upper end (a ReflectedInterval ceiling):
+        # raw = hi - exp(z), log|d raw / d z| = z; the starting point round-trips.
+        from gpytorch.means import ConstantMean
+
+        from botorch_ext.constraints import ReflectedInterval
+
+        X, Y = data()
+        mean = ConstantMean(constant_constraint=ReflectedInterval(-math.inf, 2.0))
+        model = SGMCMCFullyBayesianSingleTaskGP(X, Y, mean_module=mean)
+        with torch.no_grad():
+            model.mean_module.raw_constant.fill_(0.5)
+        post = HyperparameterPosterior(model)
+        entry = next(e for e in post.entries if e["name"] == "mean_module.raw_constant")
+        self.assertEqual(entry["kind"], "upper")
+        z0 = post.initial_point()
+        raw = post.unpack(z0.unsqueeze(0))
+        self.assertAllClose(
+            raw["mean_module.raw_constant"][0], torch.tensor(0.5).double()
+        )
+        i = [e["name"] for e in post.entries].index("mean_module.raw_constant")
+        for value in (-30.0, 0.0, 5.0):
+            z = z0.clone()
+            z[i] = value
+            got = post.unpack(z.unsqueeze(0))["mean_module.raw_constant"]
+            self.assertAllClose(got, torch.tensor([2.0 - math.exp(value)]).double())
+            self.assertLessEqual(got.item(), 2.0)
+        # The density's change in z_i is the likelihood's plus the Jacobian's z_i.
+        z1 = z0.clone()
+        z1[i] = z0[i] + 0.25
+        ref = copy.deepcopy(model)
+        ref.train()
+        mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
+
+        def loglik(constant):
+            with torch.no_grad():
+                ref.mean_module.raw_constant.fill_(constant)
+            return (mll(ref(*ref.train_inputs), ref.train_targets) * 12).item()
+
+        c0, c1 = 2.0 - math.exp(z0[i].item()), 2.0 - math.exp(z1[i].item())
+        want = loglik(c1) - loglik(c0) + 0.25
+        got = (post.log_density(z1) - post.log_density(z0)).item()
+        self.assertAlmostEqual(got, want, delta=1e-9 * max(1.0, abs(want)))
+
     def test_not_psd_gives_nan_gradient(self):
         X, Y = data()
         model = SGMCMCFullyBayesianSingleTaskGP(X, Y)
