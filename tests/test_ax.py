@@ -560,6 +560,91 @@ class TestSurrogateHooks(BotorchTestCase):
             with self.assertRaisesRegex(UserInputError, "'num_inducing'"):
                 inputs(X, Y, config=_config({"num_inducing": 5}))
 
+    def test_carried_through_an_input_transform(self):
+        # With an input transform (Normalize on a box other than the unit
+        # square) the previous model holds its inputs in model space; the new
+        # data extend them when their first rows map onto those.
+        from botorch.models.transforms.input import InputStandardize, Normalize
+
+        from botorch_ext.ax.surrogate import construct_eulbo_inputs
+
+        bounds = torch.tensor([[-1.0, 0.0], [1.0, 4.0]], dtype=torch.double)
+        surrogate = _surrogate(
+            input_transform_classes=[Normalize],
+            input_transform_options={"Normalize": {"d": 2, "bounds": bounds}},
+        )
+        X, Y = _branin_like(10)
+        X = bounds[0] + (bounds[1] - bounds[0]) * X
+        surrogate.fit([_dataset(X[:8], Y[:8])], _digest())
+        first = surrogate.model
+        self.assertAllClose(
+            first.train_X_full, (X[:8] - bounds[0]) / (bounds[1] - bounds[0])
+        )
+        config = surrogate.surrogate_spec.model_configs[0]
+
+        def inputs(X, Y):
+            return construct_eulbo_inputs(
+                EULBOModel, config, _dataset(X, Y), _digest(), surrogate
+            )
+
+        self.assertIs(inputs(X, Y)["previous_model"], first)
+        moved = X.clone()
+        moved[3, 1] += 0.5
+        self.assertNotIn("previous_model", inputs(moved, Y))
+        surrogate.fit([_dataset(X, Y)], _digest())
+        self.assertTrue(surrogate.model.carried_state)
+        # A transform that learns in train mode (InputStandardize; EULBOModel
+        # uses it in eval mode), with the previous model left in train mode:
+        # the check neither re-learns it nor misses the extension.
+        surrogate = _surrogate(
+            input_transform_classes=[InputStandardize],
+            input_transform_options={"InputStandardize": {"d": 2}},
+        )
+        surrogate.fit([_dataset(X[:8], Y[:8])], _digest())
+        first = surrogate.model.train()
+        learned = first.input_transform.state_dict()
+        config = surrogate.surrogate_spec.model_configs[0]
+        self.assertIs(inputs(X, Y)["previous_model"], first)
+        for k, v in first.input_transform.state_dict().items():
+            self.assertTrue(torch.equal(v, learned[k]), k)
+        self.assertTrue(first.input_transform.training)  # nor switches its mode
+
+    def test_last_eulbo_model_by_outcome(self):
+        # A ModelList (one model per outcome, as Ax builds for several
+        # outcomes) gives the outcome's own model; anything else gives None.
+        from ax.exceptions.model import ModelError
+        from botorch.models import ModelListGP, SingleTaskGP
+
+        from botorch_ext.ax.surrogate import last_eulbo_model
+
+        X, Y = _branin_like(8)
+        a, b = EULBOModel(X, Y, num_inducing_points=4), EULBOModel(X, -Y)
+        exact = SingleTaskGP(X, Y)
+
+        class Fitted:
+            def __init__(self, model, outcomes):
+                self.model, self.outcomes = model, outcomes
+
+        class Unfitted:
+            outcomes = ["y"]
+
+            @property
+            def model(self):
+                raise ModelError("not fitted")
+
+        listed = Fitted(ModelListGP(a, b), ["y", "z"])
+        self.assertIs(last_eulbo_model(listed, ["y"]), a)
+        self.assertIs(last_eulbo_model(listed, ["z"]), b)
+        self.assertIsNone(last_eulbo_model(listed, ["w"]))
+        self.assertIsNone(last_eulbo_model(listed, ["y", "z"]))
+        self.assertIsNone(
+            last_eulbo_model(Fitted(ModelListGP(exact, b), ["y", "z"]), ["y"])
+        )
+        self.assertIs(last_eulbo_model(Fitted(a, ["y"]), ["y"]), a)
+        self.assertIsNone(last_eulbo_model(Fitted(a, ["y"]), ["z"]))
+        self.assertIsNone(last_eulbo_model(Fitted(exact, ["y"]), ["y"]))
+        self.assertIsNone(last_eulbo_model(Unfitted(), ["y"]))
+
     def test_known_noise_is_dropped_with_a_warning(self):
         from botorch.exceptions.warnings import InputDataWarning
 
