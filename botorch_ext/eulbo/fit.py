@@ -168,7 +168,8 @@ def fit_elbo(
         mean with ``"epochs"``).
 
     Raises:
-        RuntimeError: If the ELBO becomes non-finite.
+        RuntimeError: If the ELBO becomes non-finite during an Adam fit (the
+            model is then back at the state the fit started from).
     """
     options = EULBOOptions() if options is None else options
     objective = EULBO() if objective is None else objective
@@ -198,12 +199,20 @@ def _fit_elbo(
         return fit_elbo_collapsed(model, lbfgs_budget(options, rows), rows=rows)
     model.train()
     fit = _AdamFit(model, options, objective, seed)
-    if options.elbo.epochs is not None or options.stopping.convergence == "failures":
-        steps, converged, value = fit.counted_epochs()
-    elif options.stopping.convergence == "epochs":
-        steps, converged, value = fit.epochs()
-    else:
-        steps, converged, value = fit.steps()
+    start = Snapshot(fit.params)
+    counted = options.elbo.epochs is not None
+    try:
+        if counted or options.stopping.convergence == "failures":
+            steps, converged, value = fit.counted_epochs()
+        elif options.stopping.convergence == "epochs":
+            steps, converged, value = fit.epochs()
+        else:
+            steps, converged, value = fit.steps()
+    except RuntimeError:
+        # A non-finite ELBO: the model goes back to where the fit started.
+        start.restore()
+        model.eval()
+        raise
     model.eval()
     model.last_fit = {"steps": steps, "elbo": value, "converged": converged}
     return value

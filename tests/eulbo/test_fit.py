@@ -145,6 +145,57 @@ class TestFitELBO(BotorchTestCase):
         with self.assertRaisesRegex(TypeError, "EULBO"):
             fit_elbo(model, objective="mean")  # type: ignore[arg-type]
 
+    def test_the_epoch_rule_stops_after_patience_epochs_without_progress(self):
+        # tol = 1e9: no epoch counts as progress after the first, so the fit
+        # stops after 1 + patience epochs of ceil(70 / 32) = 3 steps, converged;
+        # with patience above the budget (4 epochs) the budget ends it.
+        X, Y = _data(n=70)
+        for tol, patience, epochs, converged in (
+            (1e9, 2, 3, True),
+            (0.0, 10, 4, False),
+        ):
+            table1 = EULBOOptions.table1()
+            options = table1.replace(
+                stopping=dataclasses.replace(
+                    table1.stopping, max_epochs=4, patience=patience, tol=tol
+                )
+            )
+            model = EULBOModel(X, Y, num_inducing_points=10)
+            fit_elbo(model, options)
+            self.assertEqual(model.last_fit["steps"], 3 * epochs)
+            self.assertEqual(model.last_fit["converged"], converged)
+
+    def test_a_non_finite_adam_fit_raises_and_restores_its_start(self):
+        # Every Adam rule ("steps", "epochs", "failures", fixed epochs): the
+        # ELBO turns NaN at the 5th step, fit_elbo raises, and the model's
+        # parameters are those it started from, in eval mode.
+        X, Y = _data(n=40)
+        table1, authors = EULBOOptions.table1(), EULBOOptions.authors()
+        cases = {
+            "steps": FAST,
+            "epochs": table1,
+            "failures": authors,
+            "fixed": FAST.replace(elbo=dataclasses.replace(FAST.elbo, epochs=3)),
+        }
+        real = EULBO.elbo
+        for name, options in cases.items():
+            model = EULBOModel(X, Y, num_inducing_points=10)
+            start = copy.deepcopy(model.state_dict())
+            calls = {"n": 0}
+
+            def poisoned(self_, *args, calls=calls, **kwargs):
+                calls["n"] += 1
+                out = real(self_, *args, **kwargs)
+                return out * math.nan if calls["n"] == 5 else out
+
+            with mock.patch.object(EULBO, "elbo", poisoned):
+                with self.assertRaisesRegex(RuntimeError, "non-finite during fit_elbo"):
+                    fit_elbo(model, options)
+            self.assertGreaterEqual(calls["n"], 5, name)
+            self.assertFalse(model.training, name)
+            for k, v in model.state_dict().items():
+                self.assertTrue(torch.equal(v, start[k]), (name, k))
+
     def test_cost_per_fit_is_bounded_in_n(self):
         # The "steps" rule touches at most max_steps minibatches and
         # max_steps / check_every check sets of check_size points, for any n.
