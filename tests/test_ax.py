@@ -1099,6 +1099,40 @@ class TestEULBOAcquisition(BotorchTestCase):
         constraint = (torch.tensor([[1.0]]), torch.tensor([[0.0]]))
         with self.assertRaisesRegex(UnsupportedError, "outcome constraints"):
             self._acquisition(outcome_constraints=constraint)
+        # Another model class behind the surrogate.
+        from ax.generators.torch_base import TorchOptConfig
+        from botorch.acquisition import qLogExpectedImprovement
+        from botorch.models import SingleTaskGP
+
+        from botorch_ext.ax import EULBOAcquisition
+
+        exact = _surrogate(model_class=SingleTaskGP)
+        exact.fit([_dataset(*_branin_like(10))], _digest())
+        with self.assertRaisesRegex(UnsupportedError, "model is a SingleTaskGP"):
+            EULBOAcquisition(
+                surrogate=exact,
+                search_space_digest=_digest(),
+                torch_opt_config=TorchOptConfig(
+                    objective_weights=torch.tensor([[1.0]], dtype=torch.double)
+                ),
+                botorch_acqf_class=qLogExpectedImprovement,
+            )
+
+    def test_a_candidate_set_goes_to_ax(self):
+        # Choosing among given candidates is Ax's job: delegated unchanged.
+        from ax.generators.torch.botorch_modular.acquisition import Acquisition
+
+        _, acquisition = self._acquisition()
+        candidates = torch.rand(5, 2, dtype=torch.double)
+        answer = (candidates[:1], torch.tensor(0.0), torch.ones(1))
+        with mock.patch.object(Acquisition, "optimize", return_value=answer) as ax:
+            with mock.patch("botorch_ext.ax.acquisition.optimize_eulbo") as joint:
+                out = acquisition.optimize(
+                    n=1, search_space_digest=_digest(), candidate_set=candidates
+                )
+        self.assertIs(out, answer)
+        joint.assert_not_called()
+        self.assertIs(ax.call_args.kwargs["candidate_set"], candidates)
 
     def test_pending_points_warn(self):
         _, acquisition = self._acquisition(
