@@ -505,3 +505,46 @@ class TestBotorchParity(BotorchTestCase):
         for cls in (qUCB, qSoftPI, qLogSoftPI):
             kwargs = get_acqf_input_constructor(cls)(**base, X_baseline=data.X)
             self.assertIsInstance(cls(**kwargs), cls)
+
+
+class TestTrainingObjectiveScale(BotorchTestCase):
+    def test_posterior_transform_objective_and_fallbacks(self):
+        from botorch.acquisition.objective import ScalarizedPosteriorTransform
+
+        from botorch_ext.acquisition.input_constructors import training_objective_scale
+
+        for dtype in (torch.float, torch.double):
+            gen = torch.Generator().manual_seed(0)
+            X = torch.rand(9, 2, generator=gen).to(dtype)
+            Y = 10 * torch.randn(9, 2, generator=gen).to(dtype)
+            data = SupervisedDataset(
+                X, Y, feature_names=["a", "b"], outcome_names=["y0", "y1"]
+            )
+            w = torch.tensor([2.0, -1.0], dtype=dtype)
+            tol = 64 * torch.finfo(dtype).eps * (Y @ w).std().item()
+            # The scalarized outcome's spread, as BoTorch's get_best_f_mc
+            # scalarizes it.
+            scale = training_objective_scale(
+                data, posterior_transform=ScalarizedPosteriorTransform(w)
+            )
+            self.assertAlmostEqual(scale, (Y @ w).std().item(), delta=tol)
+            scale = training_objective_scale(data, objective=LinearMCObjective(w))
+            self.assertAlmostEqual(scale, (Y @ w).std().item(), delta=tol)
+            # Unscalarized: the outcomes' spreads, averaged.
+            self.assertAlmostEqual(
+                training_objective_scale(data),
+                Y.std(dim=0).mean().item(),
+                delta=tol,
+            )
+            # Undefined or zero spread: 1.
+            one = SupervisedDataset(
+                X[:1], Y[:1, :1], feature_names=["a", "b"], outcome_names=["y0"]
+            )
+            flat = SupervisedDataset(
+                X,
+                torch.ones(9, 1, dtype=dtype),
+                feature_names=["a", "b"],
+                outcome_names=["y0"],
+            )
+            self.assertEqual(training_objective_scale(one), 1.0)
+            self.assertEqual(training_objective_scale(flat), 1.0)
