@@ -2,6 +2,7 @@ import ast
 import inspect
 import math
 import textwrap
+import warnings
 
 import torch
 from botorch.acquisition import input_constructors as botorch_constructors
@@ -546,5 +547,7 @@ class TestTrainingObjectiveScale(BotorchTestCase):
                 feature_names=["a", "b"],
                 outcome_names=["y0"],
             )
-            self.assertEqual(training_objective_scale(one), 1.0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no degrees-of-freedom warning
+                self.assertEqual(training_objective_scale(one), 1.0)
             self.assertEqual(training_objective_scale(flat), 1.0)
