@@ -181,6 +181,32 @@ class TestFailedEvaluations(FaultEnv):
         self.assertEqual(out[0].error, "RuntimeError: planted failure")
         self.assertEqual(self.evaluated(), [])
 
+    def test_a_wrong_shape_fails_the_batch_and_failures_pickle_by_row(self):
+        # An objective returning one value for two points fails both, naming
+        # the shapes; a stopped run's EvaluationFailed travels by its row.
+        import pickle
+
+        def pair_sum(X):
+            return X.sum()
+
+        out = outcomes(pair_sum, torch.rand(2, 3, dtype=torch.double))
+        self.assertEqual([o.kind for o in out], ["exception"] * 2)
+        self.assertEqual(
+            out[0].error,
+            "ValueError: the objective returned shape () for 2 points, expected (2,)",
+        )
+        row = {
+            "n_evals": 3, "method": "sobol", "seed": 1, "dim": 2,
+            "x0": 0.25, "x1": 0.5, "error": out[0].error,
+        }  # fmt: skip
+        failed = pickle.loads(pickle.dumps(EvaluationFailed(row)))
+        self.assertIsInstance(failed, EvaluationFailed)
+        self.assertEqual(failed.row, row)
+        self.assertEqual(str(failed), str(EvaluationFailed(row)))
+        self.assertIn(
+            "evaluation 3 of sobol seed 1 failed at x = [0.25, 0.5]", str(failed)
+        )
+
     def test_eval_timeout_abandons_a_hang_and_goes_on(self):
         self.env(FAULTY_HANG_AT=5)
         # The objective hangs for an hour: without the timeout, fail, not hang.
