@@ -692,6 +692,67 @@ class TestBOCKFitEvaluations(unittest.TestCase):
             script.parse_config("bock@tight")
 
 
+class TestBOCKAcqfEvaluations(unittest.TestCase):
+    # acqf_evaluations.py counts acquisition calls of one optimize_acqf, in x or
+    # in the power-mapped coordinates.
+    def test_power_map_is_the_cube_onto_itself(self):
+        import torch
+
+        script = load_script("benchmarks/bock/acqf_evaluations.py")
+        X = torch.rand(
+            50, 4, dtype=torch.double, generator=torch.Generator().manual_seed(0)
+        )
+        for power in (1.0, 1.6, 2.0):
+            Y = script.from_cube(X, power)
+            self.assertTrue(bool(((Y >= 0) & (Y <= 1)).all()))
+            back = script.to_cube(Y, power)
+            self.assertLess((back - X).abs().max().item(), 1e-12)
+        corners = torch.tensor([[0.0, 0.5, 1.0]], dtype=torch.double)
+        self.assertEqual(script.to_cube(corners, 2.0).tolist(), corners.tolist())
+        # Finer near the center: y = 0.6 maps to 0.5 + 0.5 * 0.2^2.
+        self.assertAlmostEqual(script.to_cube(torch.tensor([0.6]), 2.0).item(), 0.52, 6)
+
+    def test_counts_the_acquisitions_calls(self):
+        import torch
+        from botorch.acquisition import qSimpleRegret
+        from botorch.utils.testing import MockModel, MockPosterior
+
+        script = load_script("benchmarks/bock/acqf_evaluations.py")
+        seen = []
+
+        class Spy(qSimpleRegret):
+            def forward(self, X):
+                seen.append(X.detach().clone())
+                return -(X - 0.3).pow(2).sum(dim=(-1, -2))
+
+        model = MockModel(MockPosterior(mean=torch.zeros(1, 1, dtype=torch.double)))
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).double()
+        ics = torch.tensor([[[0.9, 0.8]], [[0.1, 0.6]]], dtype=torch.double)
+        for power in (1.0, 2.0):
+            seen.clear()
+            row = script.maximize(Spy(model), ics, bounds, 1e-9, power)
+            self.assertEqual(row["evaluations"], len(seen) - 1)  # and the final value
+            # The search starts at the initial conditions, whatever its coordinates.
+            self.assertLess((seen[0] - ics).abs().max().item(), 1e-12)
+            self.assertAlmostEqual(row["value"], 0.0, places=6)
+            rho = ((torch.tensor([0.3, 0.3]) - 0.5).norm() / (2**0.5 / 2)).item()
+            self.assertAlmostEqual(row["rho"], rho, places=3)
+
+    def test_configs(self):
+        script = load_script("benchmarks/bock/acqf_evaluations.py")
+        self.assertEqual(script.parse_config("1e-6"), (1e-6, None))
+        self.assertEqual(script.parse_config("1e-5@alpha"), (1e-5, "alpha"))
+        self.assertEqual(script.parse_config("1e-6@2"), (1e-6, "2"))
+        for bad, pattern in (
+            ("tight", "FTOL or FTOL@POWER, got 'tight'"),
+            ("-1", "positive, got '-1'"),
+            ("1e-6@0.5", "POWER must be a number >= 1 or 'alpha', got '1e-6@0.5'"),
+            ("1e-6@beta", "got '1e-6@beta'"),
+        ):
+            with self.assertRaisesRegex(ValueError, pattern):
+                script.parse_config(bad)
+
+
 CHECKPOINTS = "results.checkpoints.csv.gz"
 
 
