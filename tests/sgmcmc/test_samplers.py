@@ -246,6 +246,27 @@ class TestSGHMC(BotorchTestCase):
         self.assertAllClose(s.mean(0), MEAN.double(), atol=0.15)
         self.assertAllClose(s.T.cov(), COV.double(), atol=0.25, rtol=0.15)
 
+    def test_stationary_covariance_at_the_extremes(self):
+        # L = 1: the half kicks make one iteration SGLD with step h / 2 (full
+        # kicks would halve the covariance). Friction 1: each leapfrog step
+        # replaces the momentum by h g + sqrt(2 h) xi, SGLD with step h (noise
+        # sqrt(h) xi would halve it). ULA's bias at these steps is a few percent.
+        for L, friction, h in ((1, 0.5, 0.1), (10, 1.0, 0.05)):
+            res = sghmc(
+                gaussian_gradient(torch.float64),
+                MEAN.double().clone(),
+                step_size=h,
+                batch_size=1,
+                num_data=1,
+                num_leapfrog_steps=L,
+                friction=friction,
+                num_steps=60000 // L,
+                generator=torch.Generator().manual_seed(2),
+            )
+            s = res.samples[200 // L :]
+            # Within 12% (60,000 leapfrog steps; measured within 8% on seeds 2-4).
+            self.assertAllClose(s.T.cov(), COV.double(), atol=0.05, rtol=0.12)
+
     def test_float32_minibatch(self):
         _, grad, mean, var = gaussian_mean_problem(n=100, dtype=torch.float32)
         res = sghmc(
