@@ -174,6 +174,20 @@ class TestQUCB(BotorchTestCase):
         X = torch.zeros(b, q, 1, device=self.device, dtype=torch.double)
         self.assertAllClose(acqf(X).cpu(), expected)
 
+    def test_mean_of_another_shape_uses_sample_mean(self):
+        # A posterior whose mean does not line up with the samples (here one
+        # summary for all t-batches, without their dimension) cannot centre
+        # them: the sample mean does, which is BoTorch's estimator.
+        n, b, q = 6, 2, 3
+        samples = torch.randn(n, b, q, 1, device=self.device, dtype=torch.double)
+        summary = torch.full((q, 1), 100.0, device=self.device, dtype=torch.double)
+        model = make_mock(samples, mean=summary)
+        acqf = qUCB(model, beta=0.8, sampler=IIDNormalSampler(torch.Size([n])))
+        self.assertTrue(acqf.uses_exact_mean)
+        X = torch.zeros(b, q, 1, device=self.device, dtype=torch.double)
+        expected = _brute_force_qucb(samples[..., 0].mean(0), samples[..., 0], 0.8)
+        self.assertAllClose(acqf(X).cpu(), expected)
+
     def test_bilog_model_falls_back_to_sample_mean(self):
         from botorch.models.transforms.outcome import Bilog
 
