@@ -453,7 +453,7 @@ def fit_fully_bayesian_model_sgmcmc(
         # Every arm diverged: fall back to the starting point, which is finite.
         warnings.warn(
             "Every MAMBA arm diverged; loaded the starting hyperparameters "
-            "(the MAP) as the only draw. Try smaller `step_sizes`.",
+            "(the MAP) as every draw. Try smaller `step_sizes`.",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -310,6 +310,35 @@ class TestFullyBayesianModel(BotorchTestCase):
         self.assertGreater(float(ls.std(0).max()), 0.0)
         self.assertTrue(math.isfinite(result.metric))
 
+    def test_every_arm_diverged_loads_the_map_as_the_only_draw(self):
+        # MAMBA returning no samples (every arm diverged): a warning, and every
+        # one of the requested draws is the MAP fit the chains started from.
+        import dataclasses
+
+        from botorch_ext.sgmcmc import fully_bayesian
+
+        X, Y = data()
+        model = SGMCMCFullyBayesianSingleTaskGP(X, Y)
+        real = fully_bayesian.mamba
+        starts = {}
+
+        def no_samples(gradient, z0, **kwargs):
+            starts["z0"] = z0.clone()
+            result = real(gradient, z0, **kwargs)
+            return dataclasses.replace(result, samples=z0.new_zeros(0, z0.shape[0]))
+
+        with mock.patch.object(fully_bayesian, "mamba", no_samples):
+            with self.assertWarnsRegex(RuntimeWarning, "Every MAMBA arm diverged"):
+                fast_fit(model, num_samples=4)
+        self.assertEqual(model.num_mcmc_samples, 4)
+        mapped = HyperparameterPosterior(SGMCMCFullyBayesianSingleTaskGP(X, Y)).unpack(
+            starts["z0"].unsqueeze(0)
+        )
+        for name, p in model.named_parameters():
+            self.assertEqual(p.shape[0], 4, name)
+            expected = mapped[name].expand(p.shape)
+            self.assertAllClose(p.detach(), expected, atol=1e-12)
+
     def test_bad_input(self):
         X, Y = data()
         with self.assertRaisesRegex(ValueError, "SGMCMCFullyBayesianSingleTaskGP"):
@@ -331,3 +360,19 @@ class TestFullyBayesianModel(BotorchTestCase):
         fast_fit(model)
         with self.assertRaisesRegex(RuntimeError, "already"):
             fast_fit(model)
+        with self.assertRaisesRegex(RuntimeError, "already loaded"):
+            model.load_hyperparameter_samples(
+                {k: v.detach()[:1] for k, v in model.named_parameters()}
+            )
+        fresh = SGMCMCFullyBayesianSingleTaskGP(X, Y)
+        uneven = {
+            k: v.detach().unsqueeze(0).expand(2 + (i == 0), *v.shape)
+            for i, (k, v) in enumerate(fresh.named_parameters())
+        }
+        with self.assertRaisesRegex(ValueError, "same leading size, got"):
+            fresh.load_hyperparameter_samples(uneven)
+        batched = SGMCMCFullyBayesianSingleTaskGP(
+            X.expand(2, *X.shape), Y.expand(2, *Y.shape)
+        )
+        with self.assertRaisesRegex(ValueError, "Batched training data"):
+            fast_fit(batched)
