@@ -1,11 +1,12 @@
 r"""``Snapshot``: the one way the EULBO's fits save a state and go back to it.
 
-Five places save a state before steps that may fail or end lower, and restore it
+Every step that may fail or end lower saves a state first and restores it
 after: the L-BFGS joint phase's rollback to its warm start
-(``botorch_ext.eulbo.joint``), the Adam joint phase's best round
-(``joint_adam``), the authors' joint phase's restart after a non-finite gradient
-(``joint_epochs``), the Adam ELBO fit's best check (``fit``) and the collapsed
-fit's start after a failed search (``collapsed``).
+(``botorch_ext.eulbo.joint``), the Adam joint phase's best round and, after a
+non-finite EULBO, its warm start (``joint_adam``), the authors' joint phase's
+restart after a non-finite gradient (``joint_epochs``), the Adam ELBO fit's best
+check and, after a non-finite ELBO, its start (``fit``), and the collapsed fit's
+start after a failed search (``collapsed``).
 
 What a snapshot holds is the caller's choice, and it is part of the fit:
 
