@@ -37,12 +37,11 @@ from botorch.acquisition import qLogNoisyExpectedImprovement
 from botorch.acquisition.acquisition import AcquisitionFunction
 from botorch.optim import optimize_acqf
 from botorch.optim.initializers import gen_batch_initial_conditions
-from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
+from benchmarks.bock.fit_evaluations import rosenbrock_data
 from botorch_ext.runner.fitting import BOCK_FIT_FTOL, fit_model
 from botorch_ext.runner.options import MethodOptions
-from botorch_ext.runner.problems import get_problem
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import environment, write_csv
@@ -142,9 +141,7 @@ def main() -> None:
     rows = []
     for n in (int(v) for v in args.ns.split(",")):
         for seed in (int(v) for v in args.seeds.split(",")):
-            X = draw_sobol_samples(bounds=bounds, n=n, q=1, seed=seed).squeeze(-2)
-            X[0] = 0.5
-            Y = -get_problem("rosenbrock", d)(X).reshape(n, 1)
+            X, Y = rosenbrock_data(d, n, seed)
             for kernel in args.kernels.split(","):
                 fit = {"ftol": BOCK_FIT_FTOL} if kernel == "bock" else None
                 model = fit_model(X, Y, options, kernel=kernel, fit_options=fit)

@@ -42,6 +42,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import environment, write_csv
 
 
+def rosenbrock_data(d: int, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""Rosenbrock-``d`` at the cube's center plus ``n - 1`` scrambled Sobol points.
+
+    The data sets of ``iteration_time.py``; ``Y`` in the runner's maximization sign.
+    """
+    bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
+    X = draw_sobol_samples(bounds=bounds, n=n, q=1, seed=seed).squeeze(-2)
+    X[0] = 0.5
+    return X, -get_problem("rosenbrock", d)(X).reshape(n, 1)
+
+
 def parse_config(config: str) -> tuple[str, dict | None]:
     r"""``"KERNEL@FTOL"`` -> ``(kernel, fit_options)``; ``FTOL`` ``scipy``: None."""
     kernel, sep, ftol = config.partition("@")
@@ -107,13 +118,10 @@ def main() -> None:
     torch.set_num_threads(1)
     print(environment(), flush=True)
     d = args.dim
-    bounds = torch.stack([torch.zeros(d), torch.ones(d)]).double()
     rows = []
     for n in (int(v) for v in args.ns.split(",")):
         for seed in (int(v) for v in args.seeds.split(",")):
-            X = draw_sobol_samples(bounds=bounds, n=n, q=1, seed=seed).squeeze(-2)
-            X[0] = 0.5
-            Y = -get_problem("rosenbrock", d)(X).reshape(n, 1)
+            X, Y = rosenbrock_data(d, n, seed)
             for name, kernel, fit_options in configs:
                 row = {"d": d, "n": n, "seed": seed, "config": name}
                 row |= fit_once(X, Y, kernel, fit_options)

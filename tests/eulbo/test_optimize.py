@@ -34,6 +34,24 @@ def _utility_nan_after(finite_calls: int):
     return mock.patch.object(EULBO, "expected_log_utility", poisoned)
 
 
+def _no_grad_call_changed(at: int, change):
+    r"""``EULBO.expected_log_utility`` with its ``at``-th call without gradient
+    (the joint phase's criteria) changed by ``change``; the counter is returned so
+    that a test can reset it (``calls.update(n=0, at=...)``)."""
+    real = EULBO.expected_log_utility
+    calls = {"n": 0, "at": at}
+
+    def utility(self_, model_, X, *args, **kwargs):
+        out = real(self_, model_, X, *args, **kwargs)
+        if not torch.is_grad_enabled():
+            calls["n"] += 1
+            if calls["n"] == calls["at"]:
+                return change(out)
+        return out
+
+    return utility, calls
+
+
 class TestOptimizeEULBO(BotorchTestCase):
     def test_optimize_eulbo(self):
         for dtype in (torch.float, torch.double):
@@ -763,19 +781,9 @@ class TestAdamJointPhase(BotorchTestCase):
         # held), the second's criterion is NaN: the warm start comes back, its
         # state and candidates together, not the better round's state with the
         # warm-start candidates.
-        real = EULBO.expected_log_utility
-        calls = {"n": 0}
-
-        def utility(self_, model_, X, *args, **kwargs):
-            out = real(self_, model_, X, *args, **kwargs)
-            if not torch.is_grad_enabled():
-                calls["n"] += 1
-                # The warm start's criterion and utility, round 1's criterion,
-                # then round 2's.
-                if calls["n"] == 4:
-                    return out * math.nan
-            return out
-
+        # No-grad calls: the warm start's criterion and utility, round 1's
+        # criterion, then round 2's.
+        utility, _ = _no_grad_call_changed(4, lambda out: out * math.nan)
         model, options, bounds = self._fitted(
             torch.double, max_steps=30, check_every=10, patience=5, tol=0.0
         )
@@ -798,17 +806,7 @@ class TestAdamJointPhase(BotorchTestCase):
         # Round 2 ends lower than round 1 (its criterion pushed down by 1,000):
         # the state and candidates at round 1's end come back, exactly as a run
         # stopped after round 1 returns them.
-        real = EULBO.expected_log_utility
-        calls = {"n": 0}
-
-        def utility(self_, model_, X, *args, **kwargs):
-            out = real(self_, model_, X, *args, **kwargs)
-            if not torch.is_grad_enabled():
-                calls["n"] += 1
-                if calls["n"] == calls["lower"]:  # round 2's criterion
-                    return out - 1e3
-            return out
-
+        utility, calls = _no_grad_call_changed(0, lambda out: out - 1e3)
         # A short ELBO fit (10 steps), which the first round improves on.
         fitted, options, bounds = self._fitted(
             torch.double, max_steps=10, check_every=10, patience=5
@@ -819,7 +817,7 @@ class TestAdamJointPhase(BotorchTestCase):
             options = settings(options, max_steps=10 * rounds)
             # Calls: the warm start's criterion and utility, round 1's criterion,
             # round 2's (if any), the returned candidates' value.
-            calls.update(n=0, lower=4 if rounds == 2 else 0)
+            calls.update(n=0, at=4 if rounds == 2 else 0)
             with mock.patch.object(EULBO, "expected_log_utility", utility):
                 cand, value = optimize_eulbo(
                     model, bounds, q=1, seed=2, refit=False, options=options
