@@ -64,7 +64,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> type[BOCKKernel]:
-    # `CylindricalKernel`, the name up to 0.2.0: a deprecated alias.
+    # `CylindricalKernel`, the name before 0.2.0: a deprecated alias.
     if name == "CylindricalKernel":
         return deprecated_kernel_alias()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

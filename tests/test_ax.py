@@ -188,7 +188,7 @@ class TestAx(BotorchTestCase):
             self.assertIn('"qUCB"', text)
             self.assertIn('"BOCKKernel"', text)
             loaded = Client.load_from_json_file(str(path))
-            # A file stored under the kernel's name up to 0.2.0 still loads.
+            # A file stored under the kernel's name before 0.2.0 still loads.
             path.write_text(text.replace('"BOCKKernel"', '"CylindricalKernel"'))
             old = Client.load_from_json_file(str(path))
         old_node = old._generation_strategy._curr

@@ -94,6 +94,20 @@ class TestRunnerGuide(unittest.TestCase):
         self.assertEqual(listed[len(fixed) :], ["x0", "x{d-1}"])
 
 
+class TestGettingStartedPage(unittest.TestCase):
+    def test_the_python_blocks_run_as_written(self):
+        # The BoTorch loop first, then the kernel, model and sampler it introduces.
+        loop, components = _python_blocks(DOCS / "getting-started.md")[:2]
+        namespace: dict = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(loop, "getting-started.md", "exec"), namespace)
+            exec(compile(components, "getting-started.md", "exec"), namespace)
+        d = namespace["train_X"].shape[-1]
+        self.assertEqual(namespace["X_next"].shape, (1, d))
+        self.assertEqual(namespace["fb"].batch_shape, (16,))
+
+
 class TestCitingPage(unittest.TestCase):
     PAPER_PAGES = {
         "wilson2017reparameterization": "reparameterized",

@@ -591,7 +591,7 @@ def _model_input_dim(model: Model) -> int | None:
     return None
 
 
-#: Names that lived in this module up to 0.2.0, now in ``representer_points``.
+#: Names that lived in this module before 0.2.0, now in ``representer_points``.
 _MOVED_TO_REPRESENTER_POINTS = ("draw_representer_points", "REPRESENTER_SCHEMES")
 
 

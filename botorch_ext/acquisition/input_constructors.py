@@ -19,7 +19,8 @@ BoTorch's ``acqf_input_constructor`` wrapper discards the names in
 ``BOTORCH_PASS_THROUGH_KWARGS`` that a constructor does not declare, so every
 constructor here declares all of them and raises a ``ValueError`` for any it
 cannot apply (``ref_point``, ``objective_thresholds``, ``constraints_tuple``
-without ``constraints``, and for ``qES`` an ``objective`` or ``constraints``).
+without ``constraints``, and for ``qES`` and ``qLogSoftKG`` an ``objective`` or
+``constraints``).
 ``training_data``, ``bounds`` and ``X_baseline`` describe the problem, and Ax
 passes them to every constructor; they are used where they apply (``X_baseline``:
 the infeasible cost of constrained ``qUCB``) and otherwise not needed.
@@ -418,6 +419,13 @@ def construct_inputs_qLogSoftKG(
     num_fantasies: int = DEFAULT_NUM_FANTASIES,
     posterior_transform: PosteriorTransform | None = None,
     seed: int | None = None,
+    objective: MCAcquisitionObjective | None = None,
+    constraints: list[Callable[[Tensor], Tensor]] | None = None,
+    X_baseline: Tensor | None = None,
+    bounds: list[tuple[float, float]] | Tensor | None = None,
+    constraints_tuple: tuple[Tensor, Tensor] | None = None,
+    objective_thresholds: Tensor | None = None,
+    ref_point: Tensor | list[float] | None = None,
 ) -> dict[str, Any]:
     r"""Construct kwargs for ``botorch_ext.acquisition.qLogSoftKG``.
 
@@ -432,10 +440,36 @@ def construct_inputs_qLogSoftKG(
         num_fantasies: ``S``, the number of fantasies and free points.
         posterior_transform: The posterior transform (optional).
         seed: Seed of the base samples.
+        objective: Rejected: ``qLogSoftKG`` takes no ``MCAcquisitionObjective``
+            (scalarize a multi-output model with ``posterior_transform``).
+        constraints: Rejected: ``qLogSoftKG`` does not support outcome
+            constraints.
+        X_baseline: Observed points; not needed.
+        bounds: The search-space bounds; not needed.
+        constraints_tuple: Rejected, as ``constraints``.
+        objective_thresholds: Rejected: a multi-objective setting.
+        ref_point: Rejected: a multi-objective setting.
 
     Returns:
         A dict mapping kwarg names of the constructor to values.
+
+    Raises:
+        ValueError: For any argument that ``qLogSoftKG`` cannot apply (see
+            above).
     """
+    if objective is not None:
+        raise ValueError(
+            "qLogSoftKG's input constructor got `objective` but cannot apply it: "
+            "qLogSoftKG takes no MC objective; scalarize with `posterior_transform`."
+        )
+    _reject_inapplicable(
+        "qLogSoftKG",
+        constraints=constraints,
+        constraints_tuple=constraints_tuple,
+        objective_thresholds=objective_thresholds,
+        ref_point=ref_point,
+        supports_constraints=False,
+    )
     if best_f is None:
         best_f = get_best_f_analytic(
             training_data=training_data, posterior_transform=posterior_transform

@@ -71,7 +71,8 @@ def draw_representer_points(
     loops found equally good values.
 
     Example:
-        >>> R = draw_representer_points(model, bounds=torch.tensor([[0.0], [1.0]]))
+        >>> bounds = torch.tensor([[0.0], [1.0]], dtype=torch.double)  # model's
+        >>> R = draw_representer_points(model, bounds=bounds)
 
     Args:
         model: A fitted single-output model (or scalarized with

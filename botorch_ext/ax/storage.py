@@ -76,8 +76,8 @@ def options_group_from_json(group_class: type) -> Callable[..., Any]:
     r"""A JSON decoder of one group of ``EULBOOptions`` (lists back to tuples).
 
     Example:
-        >>> options_group_from_json(JointOptions)(parameters=["variational"])
-        JointOptions(optimizer='lbfgs', parameters=('variational',), max_iter=100)
+        >>> options_group_from_json(JointOptions)(parameters=["variational"]).parameters
+        ('variational',)
 
     Args:
         group_class: One of the classes of ``GROUPS``.

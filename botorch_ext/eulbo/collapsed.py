@@ -12,7 +12,7 @@ One L-BFGS driver, the package's only one: BoTorch's SciPy L-BFGS-B
 fixed, the exact GP's hyperparameters). Reason: one driver and one stopping
 rule, BoTorch's, for every L-BFGS search of the package; against PyTorch's
 ``LBFGS`` with a strong Wolfe line search it left the BO results level and its
-iterations cost no more (the EULBO page of the documentation, its cost table).
+iterations cost no more (the EULBO benchmark page, "One L-BFGS driver").
 
 References:
     .. [Titsias2009]

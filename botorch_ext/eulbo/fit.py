@@ -173,13 +173,23 @@ def fit_elbo(
     """
     options = EULBOOptions() if options is None else options
     objective = EULBO() if objective is None else objective
-    _check_settings(options, objective)
+    check_settings(options, objective)
     with preserved_global_rng(model.train_X_full):
         return _fit_elbo(model, options, objective, seed)
 
 
-def _check_settings(options: EULBOOptions, objective: EULBO) -> None:
-    r"""Raise ``TypeError`` for settings of the wrong class, then validate."""
+def check_settings(options: EULBOOptions, objective: EULBO) -> None:
+    r"""Check the settings of a fit or an EULBO search before it starts.
+
+    Args:
+        options: The optimizer settings.
+        objective: The objective.
+
+    Raises:
+        TypeError: If ``options`` is not an ``EULBOOptions`` or ``objective``
+            not an ``EULBO``.
+        ValueError: If a setting is out of range (``EULBOOptions.validate``).
+    """
     if not isinstance(options, EULBOOptions):
         raise TypeError(
             f"`options` must be an EULBOOptions, got {type(options).__name__}."

@@ -222,6 +222,9 @@ class EULBOModel(SingleTaskVariationalGP):
 
         Raises:
             TypeError: For a setting of 0.1.0 or an unknown keyword.
+            ValueError: For training data of the wrong shape or not finite, a
+                ``previous_model`` that is not a BoTorch model, or a kernel or
+                input dimension that does not match the previous model's.
         """
         _refuse_moved_settings(moved_settings)
         if not isinstance(carry_state, bool):

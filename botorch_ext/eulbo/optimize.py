@@ -43,7 +43,7 @@ from botorch.optim.optimize import optimize_acqf
 from botorch.posteriors.posterior import Posterior
 from torch import Tensor
 
-from botorch_ext.eulbo.fit import fit_elbo
+from botorch_ext.eulbo.fit import check_settings, fit_elbo
 from botorch_ext.eulbo.joint import JointProblem, lbfgs_joint_phase
 from botorch_ext.eulbo.joint_adam import adam_joint_phase
 from botorch_ext.eulbo.joint_epochs import epoch_joint_phase
@@ -135,6 +135,11 @@ def optimize_eulbo(
         final EULBO (its ELBO part on all data for the L-BFGS-B phase and for
         ``"epochs"``, else on the check set, which is all data when ``n <=
         options.stopping.check_size``).
+
+    Raises:
+        TypeError: If ``options`` or ``objective`` is of the wrong class.
+        ValueError: For bad ``bounds``, ``q``, ``utility`` or settings, before
+            anything is fitted (also with ``refit=False``).
     """
     options = EULBOOptions() if options is None else options
     objective = EULBO() if objective is None else objective
@@ -260,9 +265,15 @@ def warm_start(
     Returns:
         A ``q x d`` tensor (``(q + S) x d`` for ``"kg"``). The global random
         stream is left as it was.
+
+    Raises:
+        TypeError: If ``options`` or ``objective`` is of the wrong class.
+        ValueError: If a setting is out of range.
     """
-    settings = (EULBOOptions() if options is None else options).warm_start
+    options = EULBOOptions() if options is None else options
     objective = EULBO() if objective is None else objective
+    check_settings(options, objective)
+    settings = options.warm_start
     acqf: qLogSoftKGModelScale | qLogExpectedImprovement | qExpectedImprovement
     if utility == "kg":
         assert base_samples is not None  # required for "kg" (see Args)

@@ -116,7 +116,7 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
 
     Named after the method rather than the kernel's shape: GPyTorch's
     ``gpytorch.kernels.CylindricalKernel`` implements the same paper, and this
-    class was called ``CylindricalKernel`` up to botorch_ext 0.2.0 (that name
+    class was called ``CylindricalKernel`` before botorch_ext 0.2.0 (that name
     remains a deprecated alias for one release). This one is BOCK as its authors
     run it; GPyTorch's differs in that
 
@@ -849,7 +849,7 @@ def _check_floor(
 
 
 def __getattr__(name: str) -> type[BOCKKernel]:
-    # The name up to 0.2.0, as `botorch_ext.kernels.cylindrical.CylindricalKernel`.
+    # The name before 0.2.0, as `botorch_ext.kernels.cylindrical.CylindricalKernel`.
     if name == "CylindricalKernel":
         return deprecated_kernel_alias()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

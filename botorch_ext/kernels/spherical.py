@@ -40,7 +40,7 @@ def sphere_moments(dim: int, degree: int) -> list[float]:
             moments.append(0.0)
         else:
             moments.append(
-                math.prod((2 * k + 1) / (dim + 2 * k) for k in range(p // 2))
+                float(math.prod((2 * k + 1) / (dim + 2 * k) for k in range(p // 2)))
             )
     return moments
 

@@ -32,7 +32,9 @@ def ignore_optimize_acqf_retry_warnings() -> None:
     Example:
         >>> with warnings.catch_warnings():
         ...     ignore_optimize_acqf_retry_warnings()
-        ...     candidates, _ = optimize_acqf(acqf, bounds, q=1, num_restarts=4)
+        ...     candidates, _ = optimize_acqf(
+        ...         acqf, bounds, q=1, num_restarts=4, raw_samples=64
+        ...     )
     """
     warnings.filterwarnings(
         "ignore", message=OPTIMIZE_ACQF_RETRY_MESSAGE, category=RuntimeWarning

@@ -195,7 +195,8 @@ class HyperparameterPosterior:
     with L-BFGS-B bounds) or a ``ReflectedInterval`` (``BOCKKernel``'s
     warp exponents and radial lengthscale), with that map's Jacobian.
     Parameters without a registered prior get a ``N(0, RAW_PRIOR_SCALE^2)`` on
-    ``z`` so the posterior is proper. Priors are matched
+    ``z`` so the posterior is proper, except those in a box, where the
+    sigmoid's Jacobian already makes it proper. Priors are matched
     to parameters by GPyTorch's naming (``foo_prior`` for ``raw_foo`` or
     ``foo``); every registered prior enters the density.
 
@@ -308,7 +309,8 @@ class HyperparameterPosterior:
                     # The prior is on the constrained value c(raw); the
                     # transform is elementwise, so its Jacobian is diagonal.
                     extra = extra + _log_abs_derivative(c.transform, raw)
-            elif e["kind"] == "free":
+            elif e["kind"] != "box":
+                # lo + exp(z) (or hi - exp(z)) without a prior is improper too.
                 extra = extra - 0.5 * (chunk / RAW_PRIOR_SCALE).pow(2).sum()
         self.model.train()
         log_density: Tensor = functional_call(self.joint, values, ()) + extra
@@ -368,11 +370,11 @@ def _log_abs_derivative(transform: Callable[[Tensor], Tensor], raw: Tensor) -> T
 def fit_fully_bayesian_model_sgmcmc(
     model: SGMCMCFullyBayesianSingleTaskGP,
     num_samples: int = 16,
-    sampler: str = "sgld",
+    sampler: str | None = None,
     budget: float = 2.0,
     step_sizes: Sequence[float] = (10**-0.5, 1e-1, 10**-1.5, 1e-2, 10**-2.5, 1e-3),
     num_leapfrog_steps: Sequence[int] | None = None,
-    budget_unit: str = "seconds",
+    budget_unit: str | None = None,
     fit_map: bool = True,
     generator: torch.Generator | None = None,
     progress: bool = False,
@@ -403,17 +405,21 @@ def fit_fully_bayesian_model_sgmcmc(
     Args:
         model: An unfitted ``SGMCMCFullyBayesianSingleTaskGP``.
         num_samples: Number of draws loaded into the model.
-        sampler: ``"sgld"`` or ``"sghmc"``.
+        sampler: ``"sgld"`` or ``"sghmc"``; if None, that of ``settings``
+            (in ``mamba_kwargs``), else ``"sgld"``.
         budget: MAMBA's ``R`` (seconds, or iterations with
             ``budget_unit="steps"``).
         step_sizes: Step-size grid.
         num_leapfrog_steps: Leapfrog grid (SGHMC).
-        budget_unit: ``"seconds"`` or ``"steps"``.
+        budget_unit: ``"seconds"`` or ``"steps"``; if None, that of
+            ``settings``, else ``"seconds"``.
         fit_map: Start from the MAP (else from the current hyperparameters).
         generator: Seeds the samplers.
         progress: Show MAMBA's progress bar.
         **mamba_kwargs: Passed to ``mamba``: ``eta``, ``settings`` or fields of
-            ``ArmSettings`` (``metric``, ``thin``, ...).
+            ``ArmSettings`` (``metric``, ``thin``, ...); a field given here
+            replaces the one in ``settings``, as do ``sampler`` and
+            ``budget_unit`` when given.
 
     Returns:
         The ``MambaResult`` of the tuning run (its ``history`` shows the arms).
@@ -434,6 +440,9 @@ def fit_fully_bayesian_model_sgmcmc(
     if fit_map:
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     posterior = HyperparameterPosterior(model)
+    # Forwarded only when given, so that those of `settings` hold otherwise.
+    given = {"sampler": sampler, "budget_unit": budget_unit}
+    overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     result = mamba(
         posterior.gradient,
         posterior.initial_point(),
@@ -442,10 +451,9 @@ def fit_fully_bayesian_model_sgmcmc(
         batch_sizes=[posterior.num_data],
         budget=budget,
         num_leapfrog_steps=num_leapfrog_steps,
-        sampler=sampler,
-        budget_unit=budget_unit,
         generator=generator,
         progress=progress,
+        **overrides,
         **mamba_kwargs,
     )
     draws = result.samples

@@ -806,7 +806,7 @@ class TestFastPathsAgreeWithSlowPath(BotorchTestCase):
 
 
 class TestMovedNames(unittest.TestCase):
-    r"""``draw_representer_points`` up to 0.2.0 in ``entropy_search``: an alias."""
+    r"""``draw_representer_points`` before 0.2.0 in ``entropy_search``: an alias."""
 
     def test_old_path_warns_and_gives_the_same_function(self):
         for name in ("draw_representer_points", "REPRESENTER_SCHEMES"):

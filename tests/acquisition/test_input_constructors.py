@@ -24,11 +24,12 @@ from botorch.utils.constraints import get_outcome_constraint_transforms
 from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.testing import BotorchTestCase, MockModel, MockPosterior
 
-from botorch_ext.acquisition import qES, qLogSoftPI, qSoftPI, qUCB
+from botorch_ext.acquisition import qES, qLogSoftKG, qLogSoftPI, qSoftPI, qUCB
 from botorch_ext.acquisition.input_constructors import (
     BOTORCH_PASS_THROUGH_KWARGS,
     DEFAULT_BETA,
     construct_inputs_qES,
+    construct_inputs_qLogSoftKG,
     construct_inputs_qUCB,
     construct_inputs_soft_pi,
 )
@@ -170,6 +171,7 @@ class TestBotorchParity(BotorchTestCase):
             construct_inputs_qUCB,
             construct_inputs_soft_pi,
             construct_inputs_qES,
+            construct_inputs_qLogSoftKG,
         ):
             params = set(inspect.signature(constructor).parameters)
             self.assertLessEqual(
@@ -481,6 +483,12 @@ class TestBotorchParity(BotorchTestCase):
         no_objective = {k: v for k, v in ax_kwargs.items() if k != "objective"}
         with self.assertRaisesRegex(ValueError, "qES.*`constraints`.*does not support"):
             get_acqf_input_constructor(qES)(**no_objective)
+        with self.assertRaisesRegex(ValueError, "qLogSoftKG.*`objective`"):
+            get_acqf_input_constructor(qLogSoftKG)(**ax_kwargs)
+        with self.assertRaisesRegex(
+            ValueError, "qLogSoftKG.*`constraints`.*does not support"
+        ):
+            get_acqf_input_constructor(qLogSoftKG)(**no_objective)
 
     def test_inapplicable_arguments_raise(self):
         model = make_gp(device=self.device)
@@ -488,7 +496,7 @@ class TestBotorchParity(BotorchTestCase):
         A = torch.tensor([[1.0]], device=self.device, dtype=torch.double)
         b = torch.tensor([[0.2]], device=self.device, dtype=torch.double)
         base = {"model": model, "training_data": data, "bounds": [(0.0, 1.0)] * 2}
-        for cls in (qUCB, qSoftPI, qLogSoftPI, qES):
+        for cls in (qUCB, qSoftPI, qLogSoftPI, qES, qLogSoftKG):
             c = get_acqf_input_constructor(cls)
             for name, value in (
                 ("ref_point", [0.0]),
@@ -496,14 +504,14 @@ class TestBotorchParity(BotorchTestCase):
                 ("constraints_tuple", (A, b)),
                 ("constraints", get_outcome_constraint_transforms((A, b))),
             ):
-                if name == "constraints" and cls is not qES:
+                if name == "constraints" and cls in (qUCB, qSoftPI, qLogSoftPI):
                     continue  # applied
                 with self.assertRaisesRegex(ValueError, f"`{name}`"):
                     c(**base, **{name: value})
         with self.assertRaisesRegex(ValueError, "`eta`.*no `constraints`"):
             get_acqf_input_constructor(qUCB)(model=model, eta=0.1)
         # Context arguments pass: the acquisition function does not need them.
-        for cls in (qUCB, qSoftPI, qLogSoftPI):
+        for cls in (qUCB, qSoftPI, qLogSoftPI, qLogSoftKG):
             kwargs = get_acqf_input_constructor(cls)(**base, X_baseline=data.X)
             self.assertIsInstance(cls(**kwargs), cls)
 

@@ -137,15 +137,16 @@ class TestEpochJointPhase(BotorchTestCase):
         model, opts = case
         fit_elbo(model, opts, AUTHORS, seed=0)
         # The joint phase's own stopping (max_epochs=0: one epoch, which the
-        # validation of a fit's settings would refuse).
+        # validation of the settings refuses, so it is bypassed here).
         opts = dataclasses.replace(
             opts, stopping=dataclasses.replace(opts.stopping, **stopping)
         )
         bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=model.train_Y_std.dtype)
         start = copy.deepcopy(model.state_dict())
-        cand, value = optimize_eulbo(
-            model, bounds, q=1, refit=False, seed=0, options=opts, objective=AUTHORS
-        )
+        with mock.patch("botorch_ext.eulbo.optimize.check_settings"):
+            cand, value = optimize_eulbo(
+                model, bounds, q=1, refit=False, seed=0, options=opts, objective=AUTHORS
+            )
         return start, cand, value, model.last_optimization
 
     def test_alternates_whole_epochs_starting_with_w(self):

@@ -214,6 +214,30 @@ class TestOptimizeEULBO(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "unknown utility 'pi'"):
             optimize_eulbo(model, good, utility="pi")
 
+    def test_bad_settings_are_refused_before_anything_runs(self):
+        # Also without the refit, which used to be the only place they were
+        # checked: a misspelt joint optimizer ran the Adam phase.
+        X, Y = _data(dtype=torch.double)
+        X, Y = X.to(self.device), Y.to(self.device)
+        model = EULBOModel(X, Y, num_inducing_points=10)
+        state = copy.deepcopy(model.state_dict())
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).to(X)
+        bogus = EULBOOptions(joint=JointOptions(optimizer="bogus"))
+        for refit in (True, False):
+            with self.subTest(refit=refit):
+                with self.assertRaisesRegex(ValueError, "joint.optimizer.*'bogus'"):
+                    optimize_eulbo(model, bounds, refit=refit, options=bogus)
+                with self.assertRaisesRegex(TypeError, "`options` must be"):
+                    optimize_eulbo(model, bounds, refit=refit, options="x")
+                with self.assertRaisesRegex(TypeError, "`objective` must be"):
+                    optimize_eulbo(model, bounds, refit=refit, objective="x")
+        with self.assertRaisesRegex(ValueError, "joint.optimizer.*'bogus'"):
+            warm_start(model, bounds, q=1, seed=0, options=bogus)
+        with self.assertRaisesRegex(TypeError, "`objective` must be"):
+            warm_start(model, bounds, q=1, seed=0, objective="x")
+        for name, value in model.state_dict().items():
+            self.assertTrue(torch.equal(value, state[name]), name)
+
 
 class TestOptimizeEULBOKG(BotorchTestCase):
     def test_optimize_eulbo_kg(self):

@@ -298,6 +298,7 @@ class TestBOCKKernel(BotorchTestCase):
             strict=True,
         ):
             self.assertAlmostEqual(got, want, places=14)
+            self.assertIs(type(got), float)  # as documented, m_0 included
         with self.assertRaisesRegex(ValueError, "dim"):
             sphere_moments(0, 2)
 
@@ -1105,7 +1106,7 @@ class TestBOCKKernelInBoTorch(BotorchTestCase):
 
 
 class TestDeprecatedName(unittest.TestCase):
-    r"""``CylindricalKernel``, the name up to 0.2.0: the same class, with a warning."""
+    r"""``CylindricalKernel``, the name before 0.2.0: the same class, with a warning."""
 
     def test_each_old_path_warns_and_is_the_same_class(self):
         import botorch_ext

@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 import math
 from unittest import mock
 
@@ -9,10 +10,13 @@ from botorch.models.transforms import Standardize
 from botorch.optim import optimize_acqf
 from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
 from botorch.utils.testing import BotorchTestCase
+from gpytorch.constraints import GreaterThan
+from gpytorch.kernels import RBFKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator.utils.errors import NotPSDError
 
 from botorch_ext.kernels import BOCKKernel
+from botorch_ext.sgmcmc.arms import ArmSettings, arm_settings
 from botorch_ext.sgmcmc.fully_bayesian import (
     RAW_PRIOR_SCALE,
     HyperparameterPosterior,
@@ -71,6 +75,42 @@ class TestHyperparameterPosterior(BotorchTestCase):
         for name, p in model.named_parameters():
             self.assertIsInstance(p, torch.nn.Parameter)
             self.assertAllClose(p.detach(), before[name])
+
+    def test_a_floor_without_prior_gets_the_gaussian_on_z(self):
+        # A lengthscale floor without transform and without prior: lo + exp(z),
+        # whose density exp(z) x likelihood is improper without the Gaussian.
+        X, Y = data()
+        kernel = RBFKernel(
+            ard_num_dims=2, lengthscale_constraint=GreaterThan(2.5e-2, transform=None)
+        )
+        model = SGMCMCFullyBayesianSingleTaskGP(
+            X, Y, covar_module=kernel, outcome_transform=Standardize(1)
+        )
+        post = HyperparameterPosterior(model)
+        entry = {e["name"]: e for e in post.entries}["covar_module.raw_lengthscale"]
+        self.assertEqual((entry["kind"], entry["has_prior"]), ("lower", False))
+        order = [e["name"] for e in post.entries]
+        values = {
+            "likelihood.noise_covar.raw_noise": [-3.0],
+            "mean_module.raw_constant": [0.2],
+            "covar_module.raw_lengthscale": [-0.5, 0.3],
+        }
+        z = torch.tensor(sum((values[n] for n in order), []), dtype=torch.float64)
+        ref = copy.deepcopy(model)
+        with torch.no_grad():
+            ref.likelihood.noise_covar.raw_noise.fill_(1e-4 + math.exp(-3.0))
+            ref.mean_module.raw_constant.fill_(0.2)
+            ref.covar_module.raw_lengthscale.copy_(
+                2.5e-2 + torch.tensor([[-0.5, 0.3]]).exp()
+            )
+        ref.train()
+        mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
+        expected = (
+            mll(ref(*ref.train_inputs), ref.train_targets) * 12
+            + (-3.0 - 0.5 + 0.3)  # log-Jacobians of lo + exp(z)
+            - 0.5 * (0.2**2 + 0.5**2 + 0.3**2) / RAW_PRIOR_SCALE**2
+        )
+        self.assertAllClose(post.log_density(z), expected.detach())
 
     def test_gradient_against_finite_differences(self):
         X, Y = data()
@@ -182,7 +222,8 @@ class TestHyperparameterPosterior(BotorchTestCase):
             got = post.unpack(z.unsqueeze(0))["mean_module.raw_constant"]
             self.assertAllClose(got, torch.tensor([2.0 - math.exp(value)]).double())
             self.assertLessEqual(got.item(), 2.0)
-        # The density's change in z_i is the likelihood's plus the Jacobian's z_i.
+        # The density's change in z_i is the likelihood's, plus the Jacobian's
+        # z_i, plus the Gaussian on z_i (the constant has no prior).
         z1 = z0.clone()
         z1[i] = z0[i] + 0.25
         ref = copy.deepcopy(model)
@@ -195,7 +236,8 @@ class TestHyperparameterPosterior(BotorchTestCase):
             return (mll(ref(*ref.train_inputs), ref.train_targets) * 12).item()
 
         c0, c1 = 2.0 - math.exp(z0[i].item()), 2.0 - math.exp(z1[i].item())
-        want = loglik(c1) - loglik(c0) + 0.25
+        gauss = -0.5 * (z1[i].item() ** 2 - z0[i].item() ** 2) / RAW_PRIOR_SCALE**2
+        want = loglik(c1) - loglik(c0) + 0.25 + gauss
         got = (post.log_density(z1) - post.log_density(z0)).item()
         # Float64 (the data's dtype); differences of log densities of about 10.
         eps = torch.finfo(z0.dtype).eps
@@ -340,6 +382,48 @@ class TestFullyBayesianModel(BotorchTestCase):
             self.assertEqual(p.shape[0], 4, name)
             expected = mapped[name].expand(p.shape)
             self.assertAllClose(p.detach(), expected, atol=1e-12)
+
+    def test_settings_hold_unless_sampler_or_budget_unit_is_given(self):
+        # The sampler and budget unit of `settings` used to be replaced by the
+        # function's own defaults ("sgld", "seconds") in every call.
+        from botorch_ext.sgmcmc import fully_bayesian
+
+        real = fully_bayesian.mamba
+        seen = []
+
+        def recording_mamba(*args, **kwargs):
+            fields = {f.name for f in dataclasses.fields(ArmSettings)}
+            overrides = {k: v for k, v in kwargs.items() if k in fields}
+            seen.append(arm_settings(kwargs.get("settings"), **overrides))
+            return real(*args, **kwargs)
+
+        X, Y = data(dtype=torch.double)
+        X, Y = X.to(self.device), Y.to(self.device)
+        sghmc_steps = ArmSettings(sampler="sghmc", budget_unit="steps", thin=2)
+        cases = (
+            ({}, ("sgld", "seconds")),  # the documented defaults
+            ({"settings": sghmc_steps}, ("sghmc", "steps")),
+            ({"settings": sghmc_steps, "sampler": "sgld"}, ("sgld", "steps")),
+            ({"settings": sghmc_steps, "budget_unit": "seconds"}, ("sghmc", "seconds")),
+        )
+        with mock.patch.object(fully_bayesian, "mamba", recording_mamba):
+            for kwargs, (sampler, unit) in cases:
+                with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
+                    model = SGMCMCFullyBayesianSingleTaskGP(X, Y)
+                    base = dict(
+                        num_samples=2,
+                        budget=0.05 if unit == "seconds" else 12,
+                        step_sizes=(1e-3,),
+                        num_leapfrog_steps=(2,) if sampler == "sghmc" else None,
+                        fit_map=False,
+                        generator=torch.Generator().manual_seed(0),
+                    )
+                    result = fit_fully_bayesian_model_sgmcmc(model, **base, **kwargs)
+                    self.assertEqual(
+                        (seen[-1].sampler, seen[-1].budget_unit), (sampler, unit)
+                    )
+                    leapfrog = result.best_arm.num_leapfrog_steps
+                    self.assertEqual(leapfrog is not None, sampler == "sghmc")
 
     def test_bad_input(self):
         X, Y = data()
