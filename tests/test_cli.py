@@ -1,6 +1,7 @@
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -168,7 +169,7 @@ class TestCLI(BotorchTestCase):
             self.assertEqual(code, 0, err)
             self.assertEqual(png.read_bytes()[:4], b"\x89PNG")
             for argv, message in (
-                (["plot", *dirs, "--band", "x"], "unknown band 'x'"),
+                (["plot", *dirs, "--band", "x"], "argument --band: invalid choice"),
                 (["plot", dirs[0], dirs[0]], "is given twice"),
                 (["summary", tmp], "no results.csv in"),
             ):
@@ -202,9 +203,13 @@ class TestCLI(BotorchTestCase):
                     "compare", "--problem", "branin", "--methods", "random",
                     "--outcome-transform", "x"
                 ],
-                "unknown backend 'x'; choose from processes, dask": [
+                "argument --backend: invalid choice: 'x'": [
                     "compare", "--problem", "branin", "--methods", "random",
-                    "--backend", "x"
+                    "--backend", "x", "--output", str(Path(tmp) / "not-made")
+                ],
+                "argument --band: invalid choice: 'x'": [
+                    "compare", "--problem", "branin", "--methods", "random",
+                    "--band", "x", "--output", str(Path(tmp) / "not-made")
                 ],
                 "--scheduler needs --backend dask": [
                     "compare", "--problem", "branin", "--methods", "random",
@@ -217,6 +222,8 @@ class TestCLI(BotorchTestCase):
                 self.assertIn(message, err)
                 self.assertEqual(len(err.strip().splitlines()), 1, err)
                 self.assertNotIn("Traceback", err)
+            # Refused before the output directory is made.
+            self.assertFalse((Path(tmp) / "not-made").exists())
 
     def test_bad_values_are_refused_before_any_evaluation(self):
         # Each bad value ends with one line naming its flag and the value, exit
@@ -337,6 +344,35 @@ class TestCLI(BotorchTestCase):
             self.assertIn("interrupted", err)
             with open(Path(tmp) / "results.csv") as f:
                 self.assertEqual(len(list(csv.DictReader(f))), 4)  # 3 initial + 1
+
+    def test_sigterm_keeps_rows_and_exits_143(self):
+        calls = {"n": 0}
+
+        def terminated(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+            run = methods.METHODS["random"].new_run()
+            return run.propose(*args, **kwargs).candidates
+
+        handler = signal.getsignal(signal.SIGTERM)
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            mock.patch.dict(
+                methods.METHODS, {"sobol": FunctionMethod(terminated, False)}
+            ),
+        ):
+            argv = ["run", "--problem", "branin", "--method", "sobol", "--budget", "9",
+                    "--n-init", "3", "--output", tmp]  # fmt: skip
+            code, _, err = _main(argv)
+            self.assertEqual(code, 143, err)
+            self.assertIn("terminated (SIGTERM)", err)
+            config = json.loads((Path(tmp) / "config.json").read_text())
+            self.assertEqual(config["status"], "interrupted")
+            with open(Path(tmp) / "results.csv") as f:
+                self.assertEqual(len(list(csv.DictReader(f))), 4)  # 3 initial + 1
+        # The CLI puts the previous handler back.
+        self.assertIs(signal.getsignal(signal.SIGTERM), handler)
 
     def test_interrupted_compare_keeps_rows_of_the_partial_run(self):
         calls = {"n": 0}

@@ -93,6 +93,33 @@ class TestRunnerGuide(unittest.TestCase):
         self.assertEqual(fixed, list(FIXED_COLUMNS))
         self.assertEqual(listed[len(fixed) :], ["x0", "x{d-1}"])
 
+    def test_own_method_example_resolves_as_the_page_says(self):
+        import tempfile
+
+        from botorch_ext.runner import methods
+
+        (block,) = [
+            b for b in _python_blocks(DOCS / "runner.md") if "class LowerCorner" in b
+        ]
+        spec = re.search(
+            r"`--methods (my_methods:\w+)`", (DOCS / "runner.md").read_text()
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "my_methods.py").write_text(block)
+            sys.path.insert(0, tmp)
+            try:
+                names = ("lower-corner", spec.group(1), "my_methods:LowerCorner")
+                method = methods.get_method(spec.group(1))
+                self.assertIs(method, methods.METHODS["lower-corner"])
+                # The class itself is refused with a message, not run.
+                with self.assertRaisesRegex(ValueError, "is the class LowerCorner"):
+                    methods.get_method("my_methods:LowerCorner")
+            finally:
+                sys.path.remove(tmp)
+                sys.modules.pop("my_methods", None)
+                for name in names:
+                    methods.METHODS.pop(name, None)
+
 
 class TestGettingStartedPage(unittest.TestCase):
     def test_the_python_blocks_run_as_written(self):

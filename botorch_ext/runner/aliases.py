@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 
 def deprecated_aliases(
-    module: str, moved: Mapping[str, str], removal: str = "0.3.0"
+    module: str, moved: Mapping[str, str], removal: str = "0.3.0", stacklevel: int = 2
 ) -> Callable[[str], object]:
     r"""A module ``__getattr__`` that serves the moved names with a warning.
 
@@ -27,6 +27,9 @@ def deprecated_aliases(
         module: The old module's name (``__name__``).
         moved: Old name -> the module that is now its home (same name there).
         removal: The release that drops the aliases.
+        stacklevel: ``warnings.warn``'s, so that the warning names the line that
+            imports the old name: 2 when the returned function is the module's
+            ``__getattr__``, one more for each function in between.
 
     Returns:
         A function for the old module's ``__getattr__``: it raises
@@ -41,7 +44,7 @@ def deprecated_aliases(
             f"{module}.{name} moved to {home}.{name}; import it from there (the "
             f"old path goes in {removal})",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
         return getattr(importlib.import_module(home), name)
 

@@ -1,16 +1,16 @@
 r"""Command-line front end: parse, validate, call the runner's commands.
 
 Subcommands: ``problems`` and ``methods`` (list them), ``run`` (one BO loop),
-``compare`` (methods x seeds, in worker processes or on Dask, with a summary
-table and a plot), ``demo`` (a small comparison for a first look), and ``plot``
-and ``summary``
-(redraw and tabulate stored results of one or more output directories). Bad
-input ends with a one-line error naming the flag, the value and, where there are
-few, the valid choices, with exit status 2, before any evaluation;
-Ctrl-C keeps the rows written so far and exits with 130; a run stopped at a failed
-evaluation (``--on-error``), a lost Dask scheduler or workers that keep dying end
-with a one-line message naming the ``--resume`` command and exit status 1. An
-output directory holding results is refused unless ``--resume`` (continue it) or
+``compare`` (methods x seeds, in worker processes or on Dask, with a summary table
+and a plot), ``demo`` (a small comparison for a first look), and ``plot`` and
+``summary`` (redraw and tabulate stored results of one or more output directories).
+Bad input ends with a one-line error naming the flag, the value and, where there are
+few, the valid choices, with exit status 2, before any evaluation; Ctrl-C keeps the
+rows written so far, marks the output ``interrupted`` and exits with 130, SIGTERM
+likewise with 143 (128 + 15, the shell's convention); a run stopped at a failed
+evaluation (``--on- error``), a lost Dask scheduler or workers that keep dying end
+with a one-line message naming the ``--resume`` command and exit status 1. An output
+directory holding results is refused unless ``--resume`` (continue it) or
 ``--overwrite`` (start afresh) is given. The library's errors name its arguments
 (``n_init``); they are reported here as flags (``--n-init``).
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,7 +49,9 @@ from botorch_ext.runner.initial_conditions import INITIAL_CONDITIONS
 from botorch_ext.runner.loop import INITS, RunConfig
 from botorch_ext.runner.methods import get_method
 from botorch_ext.runner.options import MethodOptions
+from botorch_ext.runner.plotting import BANDS
 from botorch_ext.runner.problems import PROBLEMS, get_problem
+from botorch_ext.runner.signals import stop_requests
 from botorch_ext.runner.transforms import OUTCOME_TRANSFORMS
 
 
@@ -241,6 +244,7 @@ def _add_band(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--band",
         default="se",
+        choices=BANDS,
         help="the plot's band over seeds: se (mean +/- 1 standard error, default), "
         "std (mean +/- 1 standard deviation) or quantiles (median, 25%%-75%%)",
     )
@@ -288,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--backend",
         default="processes",
+        choices=BACKENDS,
         help=f"one of: {', '.join(BACKENDS)} (dask: one Dask task per run, on an "
         "embedded LocalCluster or on --scheduler)",
     )
@@ -341,56 +346,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         return problems_command()
     if args.command == "methods":
         return methods_command()
-    try:
-        if args.command == "plot":
-            return plot_command(args.dirs, args.output, args.band)
-        if args.command == "summary":
-            return summary_command(args.dirs)
-        reuse = {"resume": args.resume, "overwrite": args.overwrite}
-        if args.command == "run":
-            config = _config(args, method=args.method, seed=args.seed)
-            return run_command(
-                config,
-                _output_dir(args.output),
-                args.threads,
-                faults=_faults(args),
-                **reuse,
+    # SIGTERM (kill, a job scheduler, a container's stop) stops as Ctrl-C does.
+    with stop_requests() as terminated:
+        try:
+            if args.command == "plot":
+                return plot_command(args.dirs, args.output, args.band)
+            if args.command == "summary":
+                return summary_command(args.dirs)
+            reuse = {"resume": args.resume, "overwrite": args.overwrite}
+            if args.command == "run":
+                config = _config(args, method=args.method, seed=args.seed)
+                return run_command(
+                    config,
+                    _output_dir(args.output),
+                    args.threads,
+                    faults=_faults(args),
+                    **reuse,
+                )
+            if args.command == "compare":
+                config = _config(args, method=args.methods[0], seed=0)
+                return compare_command(
+                    config,
+                    args.methods,
+                    args.seeds,
+                    args.workers,
+                    _output_dir(args.output),
+                    args.threads,
+                    backend=args.backend,
+                    scheduler=args.scheduler,
+                    band=args.band,
+                    faults=_faults(args),
+                    **reuse,
+                )
+            if args.command == "demo":
+                return demo_command(args.workers, _output_dir(args.output), **reuse)
+        except (EvaluationFailed, SchedulerLost, WorkersLost, RunFailedOnWorkers) as e:
+            print(
+                f"botorch-ext: {e}; the rows so far are kept; continue with: "
+                f"{resume_command(sys.argv[1:] if argv is None else argv)}",
+                file=sys.stderr,
             )
-        if args.command == "compare":
-            config = _config(args, method=args.methods[0], seed=0)
-            return compare_command(
-                config,
-                args.methods,
-                args.seeds,
-                args.workers,
-                _output_dir(args.output),
-                args.threads,
-                backend=args.backend,
-                scheduler=args.scheduler,
-                band=args.band,
-                faults=_faults(args),
-                **reuse,
+            return 1
+        except ArgumentError as e:
+            parser.error(flag_message(str(e)))
+        except ValueError as e:
+            parser.error(str(e))
+        except KeyboardInterrupt:
+            what = "terminated (SIGTERM)" if terminated else "interrupted"
+            print(
+                f"\n{what}: the rows evaluated so far are in the output CSV; "
+                "continue them with the same command and --resume",
+                file=sys.stderr,
             )
-        if args.command == "demo":
-            return demo_command(args.workers, _output_dir(args.output), **reuse)
-    except (EvaluationFailed, SchedulerLost, WorkersLost, RunFailedOnWorkers) as e:
-        print(
-            f"botorch-ext: {e}; the rows so far are kept; continue with: "
-            f"{resume_command(sys.argv[1:] if argv is None else argv)}",
-            file=sys.stderr,
-        )
-        return 1
-    except ArgumentError as e:
-        parser.error(flag_message(str(e)))
-    except ValueError as e:
-        parser.error(str(e))
-    except KeyboardInterrupt:
-        print(
-            "\ninterrupted: the rows evaluated so far are in the output CSV; "
-            "continue them with the same command and --resume",
-            file=sys.stderr,
-        )
-        return 130
+            return 128 + signal.SIGTERM if terminated else 130
     return 2  # pragma: no cover
 
 

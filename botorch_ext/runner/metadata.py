@@ -106,7 +106,7 @@ def config_differences(stored: dict[str, Any], new: dict[str, Any]) -> list[str]
 
     Returns:
         One ``"name: stored -> new"`` string per differing setting (nested
-        settings as ``options.q``), sorted.
+        settings as ``options.num_restarts``), sorted.
     """
 
     def flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -88,7 +88,8 @@ _MOVED = {
     "SVGPMethod": "botorch_ext.runner.svgp",
     "TurboMethod": "botorch_ext.runner.turbo",
 }
-_moved = deprecated_aliases(__name__, _MOVED)
+# Called from this module's own __getattr__: one frame more to the importer.
+_moved = deprecated_aliases(__name__, _MOVED, stacklevel=3)
 
 #: The former flag sets (now attributes of each method) -> the flag they hold.
 _FLAG_SETS = {
@@ -309,8 +310,15 @@ def as_method(name: str, method: object) -> protocol.Method:
         The method.
 
     Raises:
-        ValueError: For an object that is neither, or a method that lacks a flag.
+        ValueError: For an object that is neither, a method that lacks a flag,
+            or a class (give an instance: a class has ``new_run`` and the flags
+            as attributes too, but ``new_run`` needs ``self``).
     """
+    if isinstance(method, type):
+        raise ValueError(
+            f"method {name!r} is the class {method.__name__}; give an instance, "
+            f"e.g. {method.__name__}()"
+        )
     if isinstance(method, protocol.Method):
         return method
     if hasattr(method, "new_run"):

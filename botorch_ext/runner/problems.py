@@ -108,8 +108,8 @@ class Problem:
 
     Example:
         >>> problem = get_problem("rosenbrock", dim=20)
-        >>> problem(torch.full((1, 20), 0.5))  # the centre
-        tensor([8608.3608])
+        >>> problem(torch.full((1, 20), 0.5, dtype=torch.double))  # the centre
+        tensor([8608.3608], dtype=torch.float64)
 
     Args:
         name: The registry name.

@@ -273,7 +273,10 @@ def stored_results_path(directory: Path) -> Path | None:
 
 
 def count_rows(path: Path) -> int:
-    r"""Number of complete rows in a ``results.csv`` (0 if there is no file)."""
+    r"""Number of complete rows in a ``results.csv``.
+
+    0 if there is no file, -1 if the file is damaged (it cannot be read back).
+    """
     if not Path(path).exists():
         return 0
     try:

@@ -52,9 +52,9 @@ class Column:
 #: (standardized) scale, ``model_lengthscales`` the ``;``-joined lengthscales,
 #: ``model_elbo`` the per-datum ELBO (SVGP methods), ``model_utility`` the
 #: expected log soft improvement of the proposal under the SVGP (the EULBO's
-#: utility term; for ``elbo-svgp`` at ``q = 1`` only), ``model_fit_steps`` the Adam
-#: steps of the fit, and for BOCK ``model_angular_weights`` (``c_0;...;c_P``) and
-#: ``model_warp`` (``alpha;beta``).
+#: utility term; for ``elbo-svgp`` at ``q = 1`` only), ``model_fit_steps`` the
+#: optimizer's steps of the fit (L-BFGS or Adam), and for BOCK
+#: ``model_angular_weights`` (``c_0;...;c_P``) and ``model_warp`` (``alpha;beta``).
 DIAGNOSTIC_COLUMNS = {
     "model_noise": "noise",
     "model_lengthscales": "lengthscales",

@@ -3,6 +3,7 @@ r"""Signal handling of the runner: stop requests that wait for a row to be writt
 ``holding_interrupts`` wraps the evaluation of a batch and the hand-over of its
 rows (to a file or a queue), so that a ``SIGINT`` or ``SIGTERM`` cannot fall
 between an evaluation and its row.
+``stop_requests`` makes ``SIGTERM`` stop a command the way ``Ctrl-C`` does.
 """
 
 from __future__ import annotations
@@ -11,6 +12,44 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
+
+
+@contextmanager
+def stop_requests() -> Iterator[list[int]]:
+    r"""Make ``SIGTERM`` raise ``KeyboardInterrupt``, as ``SIGINT`` does, in a block.
+
+    A ``kill``, a job scheduler's cancellation or a container's stop then takes
+    the runner's ``Ctrl-C`` path: the rows evaluated so far are written, the
+    run is marked ``interrupted`` and worker processes are stopped. Without it
+    the default action of ``SIGTERM`` ends the process at once. A no-op outside
+    the main thread.
+
+    Yields:
+        The ``SIGTERM``s received in the block (empty after a ``Ctrl-C``), to
+        tell the two apart afterwards.
+
+    Example:
+        >>> with stop_requests() as terminated:
+        ...     try:
+        ...         run()
+        ...     except KeyboardInterrupt:
+        ...         status = 143 if terminated else 130
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

@@ -46,20 +46,20 @@ class SVGPMethod:
     Optionally in a TuRBO trust region.
 
     A registered object, not a plain function, because these methods carry state
-    from one BO iteration to the next: ``new_run()`` returns a fresh callable per
-    run (``run_bo`` asks for one), which keeps the previous iteration's model and
-    the ``TurboState``. As in Algorithm 1 (Appendix A) of the paper, each
-    iteration's SVGP starts from the previous iteration's ``w`` (inducing
-    points, ``q(u)``, hyperparameters; ``EULBOModel.carry_over``), so the new
-    observations enter through the ELBO; the first iteration's ``q(u)`` starts
-    at its closed-form optimum. The ELBO is fitted as ``EULBOOptions``'s
-    defaults say (``elbo.optimizer="auto"``: L-BFGS on the collapsed bound, on
-    ``lbfgs_max_n`` points drawn at random beyond that ``n``). A collapsed trust region
-    restarts at its initial length (the data and the model state are kept).
-    Each proposal's ``diagnostics`` hold the fitted noise, lengthscales, ELBO
-    and (for EULBO) the utility term, which the runner writes into every row
-    of the iteration. After a proposal, the run's ``previous`` is the model it
-    fitted (and, for EULBO, optimized: ``previous.last_optimization``).
+    from one BO iteration to the next: ``new_run()`` returns a fresh run per run (an
+    object with ``propose``; ``run_bo`` asks for one), which keeps the previous
+    iteration's model and the ``TurboState``. As in Algorithm 1 (Appendix A) of the
+    paper, each iteration's SVGP starts from the previous iteration's ``w``
+    (inducing points, ``q(u)``, hyperparameters; ``EULBOModel.carry_over``), so the
+    new observations enter through the ELBO; the first iteration's ``q(u)`` starts
+    at its closed-form optimum. The ELBO is fitted as ``EULBOOptions``'s defaults
+    say (``elbo.optimizer="auto"``: L-BFGS on the collapsed bound, on
+    ``lbfgs_max_n`` points drawn at random beyond that ``n``). A collapsed trust
+    region restarts at its initial length (the data and the model state are kept).
+    Each proposal's ``diagnostics`` hold the fitted noise, lengthscales, ELBO and
+    (for EULBO) the utility term, which the runner writes into every row of the
+    iteration. After a proposal, the run's ``previous`` is the model it fitted (and,
+    for EULBO, optimized: ``previous.last_optimization``).
 
     Example:
         >>> method = SVGPMethod("ei", turbo=True, kernel=svgp_ard_kernel)

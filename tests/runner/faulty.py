@@ -10,7 +10,8 @@ logged so far, in ``FAULTY_LOG``, across all processes):
 - ``FAULTY_RAISE_AT=k``: the evaluation after ``k`` logged ones raises, once
   (``FAULTY_MARKER``).
 - ``FAULTY_KILL_AT=k``: once ``k`` evaluations are logged, the next call SIGKILLs
-  ``FAULTY_KILL_PID`` (default: its own process), once (``FAULTY_MARKER``).
+  ``FAULTY_KILL_PID`` (default: its own process; ``parent``: its parent process),
+  once (``FAULTY_MARKER``); ``FAULTY_KILL_SIGNAL=TERM`` sends SIGTERM instead.
 - ``FAULTY_HANG_AT=k``: the evaluation after ``k`` logged ones sleeps for an
   hour, once (``FAULTY_MARKER``).
 """
@@ -47,7 +48,9 @@ class FaultyBranin(Branin):
         env = os.environ
         n = _logged()
         if "FAULTY_KILL_AT" in env and n >= int(env["FAULTY_KILL_AT"]) and _once():
-            os.kill(int(env.get("FAULTY_KILL_PID", os.getpid())), signal.SIGKILL)
+            pid = env.get("FAULTY_KILL_PID", str(os.getpid()))
+            pid = os.getppid() if pid == "parent" else int(pid)
+            os.kill(pid, getattr(signal, "SIG" + env.get("FAULTY_KILL_SIGNAL", "KILL")))
             time.sleep(5)  # another process was killed: give it time to be seen
         values = []
         for i, x in enumerate(X):

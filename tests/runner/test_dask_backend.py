@@ -107,6 +107,16 @@ class TestDaskBackend(BotorchTestCase):
             run_grid(
                 BASE, ["random"], [0], backend="dask", scheduler="tcp://127.0.0.1:9"
             )
+        # On the command line the error names the flag.
+        with (
+            mock.patch.object(dask_backend, "CONNECT_TIMEOUT", "1s"),
+            tempfile.TemporaryDirectory() as tmp,
+        ):
+            code, err = _cli([*COMPARE, "--methods", "random", "--seeds", "0",
+                              "--backend", "dask", "--scheduler", "tcp://127.0.0.1:9",
+                              "--output", tmp])  # fmt: skip
+        self.assertEqual(code, 2, err)
+        self.assertIn("given by --scheduler (", err)
 
 
 class TestSchedulerByHand(BotorchTestCase):

@@ -134,6 +134,46 @@ class TestKilledWorkers(FaultCase):
         # their initial design, so points repeat across runs).
         self.assertEqual(len(self.evaluated()), len(expected))
 
+    def test_sigterm_stops_compare_as_ctrl_c_does_and_leaves_no_worker(self):
+        # A worker process sends SIGTERM to the grid's process (the CLI) while it
+        # evaluates: the CLI takes Ctrl-C's path, and its workers are stopped.
+        out = self.tmp / "out"
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "FAULTY_KILL_AT": "6",
+               "FAULTY_KILL_PID": "parent", "FAULTY_KILL_SIGNAL": "TERM"}  # fmt: skip
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT), env.get("PYTHONPATH")) if p
+        )
+        argv = ["compare", "--problem", PROBLEM, "--methods", "sobol,random",
+                "--seeds", "0", "--budget", "12", "--n-init", "4", "--workers", "2",
+                "--output", str(out)]  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "botorch_ext", *argv],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        self.assertEqual(done.returncode, 143, done.stderr)
+        self.assertIn("terminated (SIGTERM): the rows evaluated so far", done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+        config = json.loads((out / "config.json").read_text())
+        self.assertEqual(config["status"], "interrupted")
+        # No worker outlived the CLI: nothing is evaluated after it exited.
+        logged = len(self.evaluated())
+        time.sleep(3)
+        self.assertEqual(len(self.evaluated()), logged)
+        rows = read_results(out / "results.csv").rows
+        self.assertLess(len(rows), 24)
+        self.assert_no_duplicates(rows)
+        self.assertEqual(len(rows), logged)  # every evaluated point has its row
+        # Resumed without the fault, the grid ends as an uncut one.
+        env.pop("FAULTY_KILL_AT")
+        resumed = subprocess.run(
+            [sys.executable, "-m", "botorch_ext", *argv, "--resume"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+        rows = read_results(out / "results.csv").rows
+        self.assertEqual(len(rows), 24)
+        self.assert_no_duplicates(rows)
+
     def test_sigkilled_dask_worker_no_duplicate_and_nothing_evaluated_twice(self):
         _, address, file = self.scheduler()
         for _ in range(2):

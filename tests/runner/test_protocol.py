@@ -246,8 +246,13 @@ class TestDeprecatedAliases(BotorchTestCase):
             (methods, "Method", protocol),
             (options, "Method", protocol),
         ):
-            with self.assertWarnsRegex(DeprecationWarning, f"moved to .*{name}"):
+            with self.assertWarnsRegex(
+                DeprecationWarning, f"moved to .*{name}"
+            ) as caught:
                 self.assertIs(getattr(module, name), getattr(home, name))
+            # Attributed to the line asking for the name, so that Python's
+            # default filters show it to the user's own code.
+            self.assertEqual(caught.filename, __file__, (module.__name__, name))
         with self.assertWarnsRegex(DeprecationWarning, "standardizes_outcomes"):
             svgp_methods = methods.SVGP_METHODS
         self.assertIn("elbo-svgp", svgp_methods)

@@ -50,6 +50,7 @@ from botorch_ext.runner.backends.streaming import (
     sigint_blocked_in_children,
     stream_until_done,
 )
+from botorch_ext.runner.errors import ArgumentError
 from botorch_ext.runner.evaluation import FaultPolicy
 from botorch_ext.runner.loop import RunConfig, run_bo
 from botorch_ext.runner.signals import holding_interrupts
@@ -198,9 +199,10 @@ def _connect(settings: BackendSettings) -> tuple[Client, LocalCluster | None]:
     try:
         return Client(settings.scheduler, timeout=CONNECT_TIMEOUT, **extra), None
     except (OSError, TimeoutError) as e:
-        raise ValueError(
+        raise ArgumentError(
+            "scheduler",
             f"cannot reach the Dask scheduler {settings.scheduler!r} given by "
-            f"scheduler ({e})"
+            f"scheduler ({e})",
         ) from e
 
 
@@ -298,7 +300,7 @@ class GridClient:
         except KilledWorker as e:
             raise RunFailedOnWorkers(
                 f"{config.method} seed {config.seed}: Dask gave up on the run after "
-                f"its workers died ({e}); its rows so far are kept"
+                f"its workers died ({e})"
             ) from e
         self.sink.done(config)
 

@@ -94,8 +94,8 @@ def run(configs: list[RunConfig], sink: GridSink, settings: BackendSettings) -> 
                 f"(restart {attempt + 1} of {settings.max_restarts})"
             )
     raise WorkersLost(
-        f"worker processes died {settings.max_restarts + 1} times; the rows so far "
-        "are kept (a run that kills its worker, e.g. by running out of memory?)"
+        f"worker processes died {settings.max_restarts + 1} times (a run that kills "
+        "its worker, e.g. by running out of memory?)"
     )
 
 
