@@ -29,8 +29,9 @@ Usage::
     python benchmarks/bock/iteration_time.py --dims 20 --ns 150 \
         --methods bock,matern-scaled --ratio-to matern-scaled --profile
     python benchmarks/bock/iteration_time.py --quick
-    python benchmarks/bock/iteration_time.py --design near-center \
-        --methods bock,bock-direction,qlogei --initial-conditions bock \
+    PYTHONPATH=. python benchmarks/bock/iteration_time.py --design near-center \
+        --methods bock,benchmarks.bock.ablations:bock_direction,qlogei \
+        --initial-conditions bock \
         --output benchmarks/bock/results/continuous-rule/iteration_time_near_center.csv
 """
 

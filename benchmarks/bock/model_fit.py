@@ -34,6 +34,7 @@ from gpytorch.constraints import Interval
 from gpytorch.kernels import ScaleKernel
 from gpytorch.priors import NormalPrior
 
+from benchmarks.bock.kernels import ABLATION_KERNELS
 from botorch_ext.kernels import BOCKKernel
 from botorch_ext.runner.fitting import fit_model
 from botorch_ext.runner.options import MethodOptions
@@ -175,7 +176,10 @@ def main() -> None:
                 "near_opt": _around(opt, 500, 0.05, gen),
             }
             for kernel in args.kernels.split(","):
-                spec = VARIANTS[kernel]() if kernel in VARIANTS else kernel
+                if kernel in VARIANTS:
+                    spec = VARIANTS[kernel]()
+                else:  # the runner's kernels, or the study's ablation kernels
+                    spec = ABLATION_KERNELS.get(kernel, kernel)
                 model = fit_model(X, Y, options, kernel=spec)
                 row = {"problem": name, "dim": d, "seed": seed, "kernel": kernel}
                 for tname, Xt in tests.items():

@@ -1,55 +1,53 @@
 r"""Summarize the BOCK Table-1 runs (``benchmarks/bock/table1.sh``) as Markdown.
 
-For every ``results.csv`` under the given directory and every method: the mean and
-standard deviation over seeds of the best value after the full budget (minimization
-sign, as in the paper's Table 1), the number of seeds, and the mean wall-clock
-seconds per BO iteration (a run's last ``seconds`` entry divided by its number of
-proposals). Unfinished runs are listed separately and left out of the statistics.
+For every setting (a folder holding a ``results.csv`` or the compacted
+``results.checkpoints.csv.gz``) under the given directory and every method: the mean
+and standard deviation over seeds of the best value after the full budget
+(minimization sign, as in the paper's Table 1), the number of seeds, and the mean
+seconds per BO step from the runner's ``seconds`` stamps (``n/a`` for summaries
+compacted before they kept them). Unfinished runs are listed separately and left out
+of the statistics.
 
 Usage::
 
-    python benchmarks/bock/summary.py [benchmarks/bock/results/direction-rule]
+    PYTHONPATH=. python benchmarks/bock/summary.py [DIR]  # results/direction-rule
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
-from collections import defaultdict
 from pathlib import Path
 
+from benchmarks.grid_summary import best_at, evaluations, load, step_seconds
 
-def summarize(path: Path) -> list[str]:
-    with open(path) as fh:
-        rows = list(csv.DictReader(fh))
-    if not rows:
-        return [f"| {path.parent.name} | (no finished run yet) | | | |"]
-    runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for row in rows:
-        runs[(row["method"], row["seed"])].append(row)
-    budget = max(int(r["n_evals"]) for r in rows)
-    best: dict[str, list[float]] = defaultdict(list)
-    per_iter: dict[str, list[float]] = defaultdict(list)
+
+def summarize(folder: Path) -> list[str]:
+    r"""The Markdown rows of one setting: its ``results.csv`` or checkpoint summary."""
+    runs = load([str(folder)], None)
+    if not runs:
+        return [f"| {folder.name} | (no finished run yet) | | | |"]
+    budget = max(evaluations(rows) for rows in runs.values())
+    best: dict[str, list[float]] = {}
+    per_step: dict[str, list[float]] = {}
     unfinished = []
-    for (method, seed), run in sorted(runs.items()):
-        last = max(run, key=lambda r: int(r["n_evals"]))
-        if int(last["n_evals"]) < budget:
-            unfinished.append(f"{method}/{seed} at {last['n_evals']}")
+    for (method, seed), rows in sorted(runs.items()):
+        if evaluations(rows) < budget:
+            unfinished.append(f"{method}/{seed} at {evaluations(rows)}")
             continue
-        best[method].append(float(last["best_value"]))
-        first = min(int(r["n_evals"]) for r in run)
-        per_iter[method].append(float(last["seconds"]) / max(budget - first, 1))
+        best.setdefault(method, []).append(best_at(rows, budget))
+        per_step.setdefault(method, []).extend(step_seconds(rows, budget))
     lines = []
-    for method in best:
-        vals = best[method]
+    for method, vals in best.items():
         std = statistics.stdev(vals) if len(vals) > 1 else float("nan")
+        steps = per_step[method]
+        seconds = f"{statistics.mean(steps):.2f}" if steps else "n/a"
         lines.append(
-            f"| {path.parent.name} | {method} | {statistics.mean(vals):.4g} ± "
-            f"{std:.3g} | {len(vals)} | {statistics.mean(per_iter[method]):.2f} |"
+            f"| {folder.name} | {method} | {statistics.mean(vals):.4g} ± "
+            f"{std:.3g} | {len(vals)} | {seconds} |"
         )
     if unfinished:
-        lines.append(f"| {path.parent.name} | unfinished: {', '.join(unfinished)} |||")
+        lines.append(f"| {folder.name} | unfinished: {', '.join(unfinished)} |||")
     return lines
 
 
@@ -59,13 +57,14 @@ def main() -> None:
         "root",
         nargs="?",
         default="benchmarks/bock/results/direction-rule",
-        help="a folder of settings, each with its results.csv (default: %(default)s)",
+        help="a folder of settings, each with its results.csv or its checkpoint "
+        "summary (default: %(default)s)",
     )
     root = Path(parser.parse_args().root)
     print("| setting | method | best value (mean ± std) | seeds | s / iteration |")
     print("|---|---|---|---|---|")
-    for path in sorted(root.glob("*/results.csv")):
-        for line in summarize(path):
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        for line in summarize(folder):
             print(line)
 
 
