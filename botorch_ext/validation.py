@@ -8,9 +8,20 @@ of surfacing later as a NaN inside ``optimize_acqf``.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor
+
+
+def _as_real_tensor(name: str, value: object) -> Tensor:
+    r"""``value`` as a float64 tensor, or a ``ValueError`` naming ``name``."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise ValueError(f"`{name}` must be a real number, got {value!r}.")
+    try:
+        return torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise ValueError(f"`{name}` must be a real number, got {value!r}.") from e
 
 
 def check_positive(
@@ -24,9 +35,10 @@ def check_positive(
         allow_zero: If True, zero is accepted (i.e. the check is ``>= 0``).
 
     Raises:
-        ValueError: If ``value`` is NaN, infinite or not (strictly) positive.
+        ValueError: If ``value`` is not a real number or tensor, or is NaN,
+            infinite or not (strictly) positive.
     """
-    t = torch.as_tensor(value, dtype=torch.float64)
+    t = _as_real_tensor(name, value)
     bound = "non-negative" if allow_zero else "positive"
     ok = torch.isfinite(t) & ((t >= 0) if allow_zero else (t > 0))
     if not bool(ok.all()):
@@ -41,9 +53,10 @@ def check_finite(name: str, value: float | Tensor) -> None:
         value: A scalar or tensor to check.
 
     Raises:
-        ValueError: If any entry of ``value`` is NaN or +/- inf.
+        ValueError: If ``value`` is not a real number or tensor, or any entry is
+            NaN or +/- inf.
     """
-    t = torch.as_tensor(value)
+    t = value if isinstance(value, Tensor) else _as_real_tensor(name, value)
     if t.is_floating_point() and not bool(torch.isfinite(t).all()):
         raise ValueError(f"`{name}` must be finite, got {_fmt(value)}.")
 
@@ -56,9 +69,10 @@ def check_positive_int(name: str, value: int) -> None:
         value: The value to check.
 
     Raises:
-        ValueError: If ``value`` is not an integer or is smaller than one.
+        ValueError: If ``value`` is not an integer (a Python or NumPy integer)
+            or is smaller than one.
     """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
 
 
@@ -114,22 +128,26 @@ def check_bounds(name: str, bounds: Tensor, d: int | None = None) -> None:
             )
 
 
-def check_no_nan_inputs(X: Tensor) -> None:
-    r"""Raise a ``ValueError`` if the candidate tensor ``X`` contains NaN.
+def check_no_nan_inputs(X: Tensor, name: str = "X") -> None:
+    r"""Raise a ``ValueError`` if the candidate tensor ``X`` has a non-finite entry.
 
-    A NaN candidate otherwise propagates through the GP posterior and comes back
-    as a NaN acquisition value, which ``optimize_acqf`` silently treats as a
-    valid (if poor) point.
+    A NaN or infinite candidate otherwise propagates through the GP posterior
+    and comes back as a NaN acquisition value, which ``optimize_acqf`` silently
+    treats as a valid (if poor) point.
 
     Args:
         X: A ``batch_shape x q x d``-dim tensor of candidates.
+        name: The argument name used in the error message (``X_pending``, ...).
 
     Raises:
-        ValueError: If ``X`` contains NaN.
+        ValueError: If ``X`` contains NaN or +/- inf.
     """
-    if bool(torch.isnan(X).any()):
+    bad = ~torch.isfinite(X) if X.is_floating_point() else None
+    if bad is not None and bool(bad.any()):
+        kind = "NaN" if bool(torch.isnan(X).any()) else "an infinite value"
         raise ValueError(
-            f"`X` contains NaN ({int(torch.isnan(X).sum())} of {X.numel()} entries)."
+            f"`{name}` contains {kind} ({int(bad.sum())} of {X.numel()} entries "
+            "not finite)."
         )
 
 

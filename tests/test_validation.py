@@ -1,3 +1,4 @@
+import numpy as np
 import torch
 from botorch.utils.testing import BotorchTestCase
 
@@ -20,6 +21,12 @@ class TestValidation(BotorchTestCase):
                 check_positive("a", bad)
         with self.assertRaisesRegex(ValueError, "non-negative, got -0.5"):
             check_positive("a", -0.5, allow_zero=True)
+        # Not a number at all: the argument is named, not a torch error.
+        for bad in ("2", None, [1.0, "x"]):
+            with self.assertRaisesRegex(ValueError, "`a` must be a real number, got"):
+                check_positive("a", bad)
+            with self.assertRaisesRegex(ValueError, "`a` must be a real number, got"):
+                check_finite("a", bad)
 
     def test_check_finite(self):
         check_finite("b", torch.zeros(3))
@@ -31,7 +38,8 @@ class TestValidation(BotorchTestCase):
 
     def test_check_positive_int(self):
         check_positive_int("n", 3)
-        for bad in (0, -2, 1.5, True, "3"):
+        check_positive_int("n", np.int64(3))  # NumPy's integers are integers
+        for bad in (0, -2, 1.5, True, "3", np.float64(3.0), np.int64(0)):
             with self.assertRaisesRegex(ValueError, "`n` must be a positive integer"):
                 check_positive_int("n", bad)
 
@@ -39,8 +47,12 @@ class TestValidation(BotorchTestCase):
         check_no_nan_inputs(torch.zeros(2, 1, 3))
         X = torch.zeros(2, 1, 3)
         X[1, 0, 2] = float("nan")
-        with self.assertRaisesRegex(ValueError, "1 of 6 entries"):
+        with self.assertRaisesRegex(ValueError, "`X` contains NaN \\(1 of 6 entries"):
             check_no_nan_inputs(X)
+        X[1, 0, 2] = -float("inf")  # an infinite candidate is as useless
+        with self.assertRaisesRegex(ValueError, "`X_pending` contains an infinite"):
+            check_no_nan_inputs(X, "X_pending")
+        check_no_nan_inputs(torch.zeros(2, 1, 3, dtype=torch.long))
 
     def test_check_bounds(self):
         for dtype in (torch.float, torch.double):

@@ -30,7 +30,11 @@ from botorch.models.model import Model
 from botorch.models.transforms.outcome import Standardize
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.sampling.qmc import NormalQMCEngine
-from botorch.utils.transforms import concatenate_pending_points, t_batch_mode_transform
+from botorch.utils.transforms import (
+    concatenate_pending_points,
+    is_fully_bayesian,
+    t_batch_mode_transform,
+)
 from gpytorch.kernels import Kernel
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.models import ExactGP
@@ -161,11 +165,18 @@ class qES(MCAcquisitionFunction):
 
         Raises:
             ValueError: For an empty, non-finite or wrongly shaped
-                ``representer_points``, a non-positive ``tau`` or non-positive
-                sample counts.
+                ``representer_points``, a non-positive ``tau``, non-positive
+                sample counts or a ``seed`` that is not a non-negative integer.
             UnsupportedError: For a multi-output model without a scalarizing
-                ``posterior_transform``.
+                ``posterior_transform``, or a fully Bayesian model.
         """
+        if is_fully_bayesian(model):
+            raise UnsupportedError(
+                f"qES does not support fully Bayesian models ({type(model).__name__}):"
+                " its entropy is of one posterior's p_max, not of a mixture's."
+            )
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"`seed` must be a non-negative integer, got {seed!r}.")
         check_positive("tau", tau)
         check_positive_int("num_fantasies", num_fantasies)
         check_positive_int("num_inner_samples", num_inner_samples)
@@ -207,6 +218,11 @@ class qES(MCAcquisitionFunction):
             ``batch_shape'`` broadcasts ``batch_shape`` with the model's batch.
         """
         check_no_nan_inputs(X)
+        # Candidates of another floating dtype than the model's (float32 bounds
+        # given to optimize_acqf for a float64 model) are computed in the model's.
+        train_X = _training_inputs(self.model)
+        if train_X is not None and train_X.is_floating_point():
+            X = X.to(train_X.dtype)
         R = self.representer_points.to(X)
         if R.shape[-1] != X.shape[-1]:
             raise ValueError(
@@ -583,12 +599,18 @@ class _FactorizedPmaxEntropy(torch.autograd.Function):
         return g_a, g_d
 
 
-def _model_input_dim(model: Model) -> int | None:
-    r"""The input dimension of a model's training data, if it exposes one."""
+def _training_inputs(model: Model) -> Tensor | None:
+    r"""A model's first training input tensor, if it exposes one."""
     train_inputs = getattr(model, "train_inputs", None)
     if isinstance(train_inputs, tuple) and len(train_inputs) > 0:
-        return int(train_inputs[0].shape[-1])
+        return cast(Tensor, train_inputs[0])
     return None
+
+
+def _model_input_dim(model: Model) -> int | None:
+    r"""The input dimension of a model's training data, if it exposes one."""
+    train_X = _training_inputs(model)
+    return None if train_X is None else int(train_X.shape[-1])
 
 
 #: Names that lived in this module before 0.2.0, now in ``representer_points``.

@@ -8,14 +8,17 @@ sampling (``"ei"``) [Hennig2012entropy]_.
 
 from __future__ import annotations
 
+import numbers
 from typing import cast
 
 import torch
 from botorch.acquisition.analytic import LogExpectedImprovement
 from botorch.acquisition.objective import PosteriorTransform
+from botorch.exceptions.errors import UnsupportedError
 from botorch.models.model import Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.utils.sampling import draw_sobol_samples
+from botorch.utils.transforms import is_fully_bayesian
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
@@ -89,9 +92,9 @@ def draw_representer_points(
             inputs of ``X_baseline`` (256 by default; 0 disables, which a model
             without ``train_inputs`` and no ``X_baseline`` needs).
         X_baseline: A ``n x d``-dim tensor of evaluated inputs, in the space of
-            ``bounds``, for ``num_around_best``; the model's ``train_inputs`` if
-            None (which are transformed inputs if the model has an input
-            transform: pass ``X_baseline`` then).
+            ``bounds``, for ``num_around_best``; if None, the model's
+            ``train_inputs``, mapped back through its input transform if it has
+            one (an input transform that cannot be undone needs ``X_baseline``).
 
     Returns:
         A ``num_points x d``-dim tensor of representer points.
@@ -99,11 +102,25 @@ def draw_representer_points(
     Raises:
         ValueError: For malformed ``bounds``, ``num_candidates < num_points``, an
             unknown ``scheme`` or a negative ``num_around_best``.
+        UnsupportedError: For a fully Bayesian model (a mixture over
+            hyperparameter draws).
     """
+    if is_fully_bayesian(model):
+        raise UnsupportedError(
+            "draw_representer_points does not support fully Bayesian models "
+            f"({type(model).__name__}); qES needs one posterior, not a mixture."
+        )
     num_candidates = _check_arguments(
         bounds, num_points, num_candidates, uniform_fraction, scheme, num_around_best
     )
+    # The pool takes the dtype and device of the model's inputs, so that bounds
+    # in torch's default float32 work with a float64 model.
     bounds = torch.as_tensor(bounds)
+    reference = X_baseline if X_baseline is not None else _training_inputs(model)
+    if reference is not None and reference.is_floating_point():
+        bounds = bounds.to(reference)
+    elif not bounds.is_floating_point():
+        bounds = bounds.to(torch.get_default_dtype())
     generator = None
     if seed is not None:
         generator = torch.Generator(device=bounds.device).manual_seed(seed)
@@ -140,19 +157,34 @@ def _check_arguments(
         raise ValueError(
             f"`scheme` must be one of {REPRESENTER_SCHEMES}, got {scheme!r}."
         )
-    if int(num_around_best) != num_around_best or num_around_best < 0:
+    if (
+        isinstance(num_around_best, bool)
+        or not isinstance(num_around_best, numbers.Integral)
+        or num_around_best < 0
+    ):
         raise ValueError(
             f"`num_around_best` must be a non-negative integer, got "
             f"{num_around_best!r}."
         )
     check_bounds("bounds", torch.as_tensor(bounds))
-    num_candidates = num_candidates or max(512, 8 * num_points)
+    if num_candidates is None:
+        num_candidates = max(512, 8 * num_points)
+    else:
+        check_positive_int("num_candidates", num_candidates)
     if num_candidates < num_points:
         raise ValueError(
             f"`num_candidates` ({num_candidates}) must be >= `num_points` "
             f"({num_points})."
         )
     return num_candidates
+
+
+def _training_inputs(model: Model) -> Tensor | None:
+    r"""The model's first training input tensor, if it exposes one."""
+    train_inputs = getattr(model, "train_inputs", None)
+    if isinstance(train_inputs, tuple) and len(train_inputs) > 0:
+        return cast(Tensor, train_inputs[0])
+    return None
 
 
 def _choose(
@@ -244,6 +276,19 @@ def _around_best(
                 "`X_baseline` or `num_around_best=0`."
             )
         X_baseline = train_inputs[0]
+        input_transform = getattr(model, "input_transform", None)
+        if input_transform is not None:
+            # BoTorch models keep transformed training inputs; the pool is in
+            # the space of `bounds`, the model's own inputs.
+            try:
+                X_baseline = input_transform.untransform(X_baseline)
+            except NotImplementedError as e:
+                raise ValueError(
+                    "`num_around_best` > 0 needs `X_baseline` (the evaluated "
+                    "inputs in the space of `bounds`) for a model whose input "
+                    f"transform ({type(input_transform).__name__}) cannot be "
+                    "undone; pass `X_baseline` or `num_around_best=0`."
+                ) from e
     X = X_baseline.to(bounds).reshape(-1, X_baseline.shape[-1])
     with torch.no_grad():
         posterior = model.posterior(X, posterior_transform=posterior_transform)

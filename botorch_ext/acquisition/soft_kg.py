@@ -29,11 +29,16 @@ from botorch.models.model import Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from botorch.utils.safe_math import log_softplus
 from botorch.utils.sampling import draw_sobol_normal_samples
-from botorch.utils.transforms import t_batch_mode_transform
+from botorch.utils.transforms import is_fully_bayesian, t_batch_mode_transform
 from linear_operator.operators import LinearOperator
 from torch import Tensor
 
-from botorch_ext.validation import check_finite, check_positive, check_positive_int
+from botorch_ext.validation import (
+    check_finite,
+    check_no_nan_inputs,
+    check_positive,
+    check_positive_int,
+)
 
 #: Fantasy samples ``S`` (and free points ``x'_i``) when none are given; BoTorch's
 #: ``qKnowledgeGradient`` uses the same default.
@@ -185,7 +190,24 @@ class qLogSoftKG(OneShotAcquisitionFunction):
             posterior_transform: A ``PosteriorTransform`` (e.g. a scalarization
                 of a multi-output model).
             seed: Seed of the default base samples.
+
+        Raises:
+            ValueError: For a non-finite ``best_f`` or ``base_samples``, a
+                non-positive ``tau`` or ``num_fantasies``, or ``base_samples``
+                that are not ``S x q``.
+            UnsupportedError: For a multi-output model without a scalarizing
+                ``posterior_transform``, or a fully Bayesian model.
         """
+        if is_fully_bayesian(model):
+            raise UnsupportedError(
+                "qLogSoftKG does not support fully Bayesian models "
+                f"({type(model).__name__})."
+            )
+        if getattr(model, "num_outputs", 1) != 1 and posterior_transform is None:
+            raise UnsupportedError(
+                "qLogSoftKG needs a single-output posterior; pass a "
+                "`posterior_transform` for a multi-output model."
+            )
         super().__init__(model=model)
         check_finite("best_f", best_f)
         check_positive("tau", tau)
@@ -195,6 +217,7 @@ class qLogSoftKG(OneShotAcquisitionFunction):
                     "`base_samples` must be S x q, got shape "
                     f"{tuple(base_samples.shape)}."
                 )
+            check_finite("base_samples", base_samples)
             num_fantasies = base_samples.shape[0]
         check_positive_int("num_fantasies", num_fantasies)
         self.num_fantasies = num_fantasies
@@ -206,6 +229,22 @@ class qLogSoftKG(OneShotAcquisitionFunction):
         self.register_buffer("best_f", torch.as_tensor(best_f, dtype=torch.double))
         self.register_buffer("tau", torch.as_tensor(tau, dtype=torch.double))
         self._sobol_cache: dict[int, Tensor] = {}
+
+    def set_X_pending(self, X_pending: Tensor | None = None) -> None:
+        r"""Refuse pending points, which the one-shot soft KG does not condition on.
+
+        Args:
+            X_pending: Must be None.
+
+        Raises:
+            UnsupportedError: If ``X_pending`` is given (it would be ignored).
+        """
+        if X_pending is not None:
+            raise UnsupportedError(
+                "qLogSoftKG does not condition on pending points; optimize the "
+                "pending and new candidates together as one batch (a larger q)."
+            )
+        super().set_X_pending(None)
 
     def get_augmented_q_batch_size(self, q: int) -> int:
         r"""``q + S``: the candidates and one free point per fantasy.
@@ -298,6 +337,7 @@ class qLogSoftKG(OneShotAcquisitionFunction):
         Returns:
             A ``batch_shape`` tensor of values.
         """
+        check_no_nan_inputs(X)
         return log_soft_kg(self.fantasy_means(X), self.best_f, self.tau)
 
 

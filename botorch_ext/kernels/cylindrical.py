@@ -94,8 +94,9 @@ def _warp_start(constraint: Interval) -> Tensor:
 
     The constraint's ``initial_value`` if it has one (GPyTorch stores it raw);
     else the identity warp (1) if the box holds it, moved ``WARP_START_INSET`` of
-    the box's width inside when the box's transform cannot reach its ends (e.g.
-    a sigmoid); else the middle of the box.
+    the box's width (of 1 for a half-open box, e.g. ``Positive()``) inside when
+    the box's transform cannot reach its ends (e.g. a sigmoid or a softplus);
+    else the middle of the box.
     """
     if constraint.initial_value is not None:
         start: Tensor = constraint.transform(torch.as_tensor(constraint.initial_value))
@@ -106,7 +107,8 @@ def _warp_start(constraint: Interval) -> Tensor:
     if not bool(constraint.check(one)):
         return (lower + upper) / 2
     if constraint.enforced and not isinstance(constraint, ReflectedInterval):
-        inset = WARP_START_INSET * (upper - lower)
+        width = upper - lower
+        inset = WARP_START_INSET * torch.where(torch.isfinite(width), width, one)
         return torch.minimum(torch.maximum(one, lower + inset), upper - inset)
     return one
 
@@ -523,7 +525,12 @@ class BOCKKernel(Kernel):  # type: ignore[misc]  # GPyTorch ships no type inform
         slack = _BALL_SLACK_EPS * torch.finfo(x.dtype).eps
         outside = ~(rho <= 1 + slack)  # also catches NaN
         if bool(outside.any()):
-            worst = norm.detach().nan_to_num(nan=float("inf")).max().item()
+            if bool(torch.isnan(x).any()):
+                raise ValueError(
+                    f"BOCKKernel inputs contain NaN ({int(torch.isnan(x).sum())} of "
+                    f"{x.numel()} entries)."
+                )
+            worst = norm.detach().max().item()
             raise ValueError(
                 f"BOCKKernel inputs must lie in the ball of radius {radius:.6g} "
                 f"about the center; found a point at radius {worst:.6g} "

@@ -24,7 +24,9 @@ import math
 from dataclasses import dataclass, field
 
 import torch
+from botorch.exceptions.errors import UnsupportedError
 from botorch.models.model import Model
+from botorch.utils.transforms import is_fully_bayesian
 from torch import Tensor
 
 from botorch_ext.kernels.utils import kernel_lengthscale
@@ -74,6 +76,12 @@ class TurboState:
                 max(4.0 / self.batch_size, self.dim / self.batch_size)
             )
         check_positive_int("failure_tolerance", self.failure_tolerance)
+        best = self.best_value
+        if not isinstance(best, (int, float)) or math.isnan(best) or best == math.inf:
+            raise ValueError(
+                "`best_value` must be a finite number or -inf (nothing seen yet), "
+                f"got {best!r}."
+            )
         if not 0 < self.length_min <= self.length <= self.length_max:
             raise ValueError(
                 "TurboState needs 0 < length_min <= length <= length_max, got "
@@ -94,10 +102,16 @@ class TurboState:
             ``self``, updated in place.
 
         Raises:
-            ValueError: If ``Y_next`` is empty or contains NaN.
+            ValueError: If ``Y_next`` is empty or contains NaN or +inf.
         """
-        if Y_next.numel() == 0 or bool(torch.isnan(Y_next).any()):
-            raise ValueError(f"`Y_next` must be non-empty and not NaN, got {Y_next}.")
+        if (
+            Y_next.numel() == 0
+            or bool(torch.isnan(Y_next).any())
+            or bool((Y_next == math.inf).any())
+        ):
+            raise ValueError(
+                f"`Y_next` must be non-empty, without NaN or +inf, got {Y_next}."
+            )
         best_next = Y_next.max().item()
         threshold = self.best_value
         if math.isfinite(threshold):  # -inf + 1e-3 * inf would be NaN
@@ -141,13 +155,32 @@ class TurboState:
 
         Returns:
             A ``2 x d`` tensor of lower and upper bounds.
+
+        Raises:
+            ValueError: For an ``x_center`` of the wrong size or outside
+                ``[0, 1]^d`` (e.g. in the problem's own units: normalize it), or
+                lengthscales of the wrong size or not finite and positive.
+            UnsupportedError: For a fully Bayesian ``model`` (one lengthscale
+                per draw): pass ``lengthscale``, e.g. the draws' median.
         """
         x_center = x_center.reshape(-1)
         if x_center.shape[0] != self.dim:
             raise ValueError(
                 f"`x_center` must have {self.dim} entries, got {x_center.shape[0]}."
             )
+        outside = ~((x_center >= 0) & (x_center <= 1))  # NaN included
+        if bool(outside.any()):
+            raise ValueError(
+                "`x_center` must lie in the unit cube [0, 1]^d (normalize it), got "
+                f"{x_center.tolist()}."
+            )
         if lengthscale is None and model is not None:
+            if is_fully_bayesian(model):
+                raise UnsupportedError(
+                    f"TurboState.bounds cannot take the lengthscales of a fully "
+                    f"Bayesian model ({type(model).__name__}: one per draw); pass "
+                    "`lengthscale`, e.g. their median over the draws."
+                )
             lengthscale = _ard_lengthscale(model)
         if lengthscale is None:
             weights = torch.ones_like(x_center)
@@ -155,10 +188,12 @@ class TurboState:
             ls = lengthscale.detach().reshape(-1).to(x_center)
             if ls.shape[0] == 1:
                 ls = ls.expand(self.dim)
-            if ls.shape[0] != self.dim or not bool((ls > 0).all()):
+            if ls.shape[0] != self.dim or not bool(
+                ((ls > 0) & torch.isfinite(ls)).all()
+            ):
                 raise ValueError(
-                    f"`lengthscale` must have 1 or {self.dim} positive entries, "
-                    f"got {lengthscale.reshape(-1).tolist()}."
+                    f"`lengthscale` must have 1 or {self.dim} finite, positive "
+                    f"entries, got {lengthscale.reshape(-1).tolist()}."
                 )
             weights = ls / ls.mean()
             weights = weights / weights.log().mean().exp()

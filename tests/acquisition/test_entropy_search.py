@@ -252,6 +252,24 @@ class TestQES(BotorchTestCase):
         X[0, 0, 0] = float("nan")
         with self.assertRaisesRegex(ValueError, "NaN"):
             qES(model, representer_points=R)(X)
+        # A seed of None passed construction and failed at the first call.
+        for seed in (None, -1, 1.5):
+            with self.assertRaisesRegex(ValueError, "`seed` must be a non-negative"):
+                qES(model, representer_points=R, seed=seed)
+
+    def test_float32_candidates_on_a_float64_model(self):
+        # optimize_acqf with bounds in torch's default float32.
+        model, R = self._setup(m=12)
+        acqf = qES(model, representer_points=R, num_fantasies=8, num_inner_samples=32)
+        X = torch.rand(3, 1, 2, device=self.device, dtype=torch.double)
+        want = acqf(X)
+        got = acqf(X.float())  # the same points, rounded to float32
+        self.assertEqual(got.dtype, torch.double)
+        # The rounding of X (relative 2^-24) moves the values by far less.
+        self.assertAllClose(got, want, rtol=1e3 * torch.finfo(torch.float).eps)
+        bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], device=self.device)
+        cand, val = optimize_acqf(acqf, bounds, q=1, num_restarts=2, raw_samples=16)
+        self.assertTrue(torch.isfinite(val).all())
 
     def test_optimize_acqf(self):
         for dtype in (torch.float, torch.double):
@@ -499,6 +517,55 @@ class TestDrawRepresenterPoints(BotorchTestCase):
             draw_representer_points(model, unit, num_around_best=-1)
         with self.assertRaisesRegex(ValueError, "`num_points`"):
             draw_representer_points(model, unit, 0)
+        # 0 candidates used to become the default 512; 2.0 passed and then broke.
+        for bad in (0, -3):
+            with self.assertRaisesRegex(ValueError, "`num_candidates`"):
+                draw_representer_points(model, unit, num_points=8, num_candidates=bad)
+        for bad in (2.0, None, True):
+            with self.assertRaisesRegex(ValueError, "`num_around_best`"):
+                draw_representer_points(model, unit, num_around_best=bad)
+
+    def test_bounds_take_the_models_dtype(self):
+        # torch.tensor of Python floats is float32; the model is float64.
+        model = make_gp(device=self.device)
+        unit = torch.tensor([[0.0, 0.0], [1.0, 1.0]], device=self.device)
+        want = draw_representer_points(model, unit.double(), num_points=8, seed=3)
+        for bounds in (unit, unit.long(), unit.tolist()):
+            got = draw_representer_points(model, bounds, num_points=8, seed=3)
+            self.assertEqual(got.dtype, torch.double)
+            self.assertTrue(torch.equal(got, want))
+
+    def test_input_transform_without_x_baseline_uses_the_models_inputs(self):
+        # The model keeps its training inputs normalized; the points around the
+        # best must be perturbations of the inputs in the space of `bounds`.
+        tkw = {"device": self.device, "dtype": torch.double}
+        bounds = torch.tensor([[-5.0, -5.0], [5.0, 5.0]], **tkw)
+        gen = torch.Generator().manual_seed(0)
+        X = -5 + 10 * torch.rand(20, 2, generator=gen, dtype=torch.double).to(**tkw)
+        Y = -((X - 3.0) ** 2).sum(-1, keepdim=True)
+        model = SingleTaskGP(X, Y, input_transform=Normalize(d=2, bounds=bounds))
+        model.eval()
+        kwargs = {"num_points": 16, "num_candidates": 16, "seed": 1, "scheme": "ei"}
+        implicit = draw_representer_points(model, bounds, **kwargs)
+        explicit = draw_representer_points(model, bounds, X_baseline=X, **kwargs)
+        self.assertAllClose(implicit, explicit, atol=64 * torch.finfo(X.dtype).eps)
+
+    def test_fully_bayesian_models_are_refused(self):
+        from botorch_ext.acquisition import qLogSoftKG
+        from botorch_ext.sgmcmc import SGMCMCFullyBayesianSingleTaskGP
+
+        X = torch.rand(8, 2, device=self.device, dtype=torch.double)
+        fb = SGMCMCFullyBayesianSingleTaskGP(X, X.sum(-1, keepdim=True))
+        fb.load_hyperparameter_samples(
+            {n: p.detach().expand(3, *p.shape) for n, p in fb.named_parameters()}
+        )
+        unit = torch.tensor([[0.0, 0.0], [1.0, 1.0]]).to(X)
+        with self.assertRaisesRegex(UnsupportedError, "fully Bayesian.*SGMCMC"):
+            draw_representer_points(fb, unit)
+        with self.assertRaisesRegex(UnsupportedError, "fully Bayesian.*SGMCMC"):
+            qES(fb, representer_points=X[:4])
+        with self.assertRaisesRegex(UnsupportedError, "fully Bayesian.*SGMCMC"):
+            qLogSoftKG(fb, best_f=0.0)
 
 
 def _direct_pmax_entropy(a: torch.Tensor, d: torch.Tensor) -> torch.Tensor:

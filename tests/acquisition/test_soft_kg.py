@@ -130,6 +130,31 @@ class TestQLogSoftKG(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "q = 2"):
             fixed(torch.rand(1, 5, 2, dtype=torch.double))
 
+    def test_inputs_that_gave_silent_nan_or_were_ignored_are_refused(self):
+        from botorch.exceptions.errors import UnsupportedError
+
+        tkw = {"device": self.device, "dtype": torch.double}
+        model = make_gp(n=8, device=self.device)
+        acqf = qLogSoftKG(model, best_f=0.0, num_fantasies=4)
+        for bad in (float("nan"), float("inf")):
+            X = torch.rand(1, 5, 2, **tkw)
+            X[0, 1, 0] = bad
+            with self.assertRaisesRegex(ValueError, "`X` contains"):
+                acqf(X)
+        base = torch.randn(4, 1, **tkw)
+        base[2, 0] = float("nan")
+        with self.assertRaisesRegex(ValueError, "`base_samples` must be finite"):
+            qLogSoftKG(model, best_f=0.0, base_samples=base)
+        # Pending points would be stored and never used.
+        with self.assertRaisesRegex(UnsupportedError, "pending points"):
+            acqf.set_X_pending(torch.rand(2, 2, **tkw))
+        acqf.set_X_pending(None)
+        # A two-output model fails at construction, as the other acquisitions do.
+        X = model.train_inputs[0]
+        two = SingleTaskGP(X, torch.stack([X.sum(-1), X.prod(-1)], -1))
+        with self.assertRaisesRegex(UnsupportedError, "single-output"):
+            qLogSoftKG(two, best_f=0.0)
+
     def test_gradients_reach_candidates_and_free_points(self):
         model = make_gp(n=8)
         acqf = qLogSoftKG(model, best_f=model.train_targets.max(), num_fantasies=3)

@@ -408,8 +408,11 @@ class TestBOCKKernel(BotorchTestCase):
             with self.assertRaisesRegex(ValueError, "radius"):
                 k(X, diag=True)
             nan = torch.tensor([[float("nan"), 0.5]], device=self.device, dtype=dtype)
-            with self.assertRaisesRegex(ValueError, "radius inf"):
+            with self.assertRaisesRegex(ValueError, r"contain NaN \(1 of 2 entries\)"):
                 k(nan).to_dense()
+            inf = torch.tensor([[float("inf"), 0.5]], device=self.device, dtype=dtype)
+            with self.assertRaisesRegex(ValueError, "radius inf"):
+                k(inf).to_dense()
             # A larger radius accepts the point; the corners of the cube are in.
             BOCKKernel(radius=1.1).to(X)(X).to_dense()
             corners = torch.tensor(
@@ -480,6 +483,24 @@ class TestBOCKKernel(BotorchTestCase):
             self.assertEqual((k.alpha.item(), k.beta.item()), (1.0, 1.0))
             raws = torch.cat([k.raw_alpha, k.raw_beta])
             self.assertTrue(bool(torch.isfinite(raws).all()))
+
+    def test_half_open_constraints_start_inside(self):
+        # GPyTorch's "positive and unbounded" exponents: the start used to be
+        # computed from an infinite width (a NaN the user never passed).
+        from gpytorch.constraints import GreaterThan, LessThan, Positive
+
+        cases = (
+            (Positive(), 1.0),  # 1 inside: the identity warp
+            (GreaterThan(1.0), 1.0 + 1e-3),  # a softplus never reaches its floor
+            (LessThan(1.0), 1.0 - 1e-3),
+        )
+        for constraint, start in cases:
+            with self.subTest(constraint=type(constraint).__name__):
+                k = BOCKKernel(alpha_constraint=constraint, beta_constraint=constraint)
+                self.assertAlmostEqual(k.alpha.item(), start, places=6)
+                self.assertAlmostEqual(k.beta.item(), start, places=6)
+                raws = torch.cat([k.raw_alpha, k.raw_beta])
+                self.assertTrue(bool(torch.isfinite(raws).all()))
 
     def test_defaults_and_hyperparameter_count(self):
         k = BOCKKernel()

@@ -97,6 +97,50 @@ class TestTurboState(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "lengthscale"):
             s.bounds(torch.zeros(2), lengthscale=torch.tensor([1.0, -1.0]))
 
+    def test_values_that_would_silently_break_the_region_are_refused(self):
+        tkw = {"device": self.device, "dtype": torch.double}
+        # A best value of NaN (the max of data with a failed point) made every
+        # later batch a failure; +inf too.
+        for bad in (math.nan, math.inf, "0"):
+            with self.assertRaisesRegex(ValueError, "`best_value`.*got"):
+                TurboState(dim=2, best_value=bad)
+        self.assertEqual(TurboState(dim=2, best_value=-math.inf).best_value, -math.inf)
+        s = TurboState(dim=2)
+        with self.assertRaisesRegex(ValueError, "without NaN or \\+inf"):
+            s.update(torch.tensor([math.inf], **tkw))
+        s.update(torch.tensor([-math.inf, 1.0], **tkw))  # -inf is just a bad value
+        self.assertEqual(s.best_value, 1.0)
+        # An incumbent in the problem's own units gave a zero-width box, a NaN
+        # one a NaN box.
+        for center in ([3.0, -2.0], [math.nan, 0.5], [1.0 + 1e-9, 0.5]):
+            with self.assertRaisesRegex(ValueError, "`x_center` must lie in the unit"):
+                s.bounds(torch.tensor(center, **tkw))
+        box = s.bounds(torch.tensor([0.0, 1.0], **tkw))  # the cube's ends are in
+        self.assertEqual(box.tolist(), [[0.0, 0.6], [0.4, 1.0]])
+        with self.assertRaisesRegex(ValueError, "finite, positive"):
+            s.bounds(
+                torch.full((2,), 0.5, **tkw),
+                lengthscale=torch.tensor([1.0, math.inf], **tkw),
+            )
+
+    def test_a_fully_bayesian_model_needs_explicit_lengthscales(self):
+        from botorch.exceptions.errors import UnsupportedError
+
+        from botorch_ext.sgmcmc import SGMCMCFullyBayesianSingleTaskGP
+
+        X = torch.rand(8, 2, device=self.device, dtype=torch.double)
+        model = SGMCMCFullyBayesianSingleTaskGP(X, X.sum(-1, keepdim=True))
+        model.load_hyperparameter_samples(
+            {n: p.detach().expand(3, *p.shape) for n, p in model.named_parameters()}
+        )
+        s = TurboState(dim=2)
+        with self.assertRaisesRegex(
+            UnsupportedError, "SGMCMCFullyBayesian.*`lengthscale`"
+        ):
+            s.bounds(X[0], model=model)
+        ls = model.covar_module.lengthscale.median(0).values
+        self.assertEqual(s.bounds(X[0], model=model, lengthscale=ls).shape, (2, 2))
+
 
 class TestKernelLengthscale(BotorchTestCase):
     def test_follows_base_kernels(self):
