@@ -215,6 +215,10 @@ def expected_log_utility(
         )
     if base_samples is None:
         raise ValueError("`base_samples` are required for q > 1.")
+    # The joint covariance: in train mode with more points than inducing points,
+    # GPyTorch's default (diag=True) updates only the variances and leaves the
+    # prior's covariances off the diagonal.
+    f = model.model(model.to_model_space(X), diag=False)
     jitter = 1e-6 * torch.eye(X.shape[-2], dtype=X.dtype, device=X.device)
     L = torch.linalg.cholesky(f.covariance_matrix + jitter)
     # f_s = mean + L eps_s for every t-batch: num_samples x batch_shape x q.
@@ -263,7 +267,9 @@ def fantasy_means(model: LatentSVGPModel, X: Tensor, base_samples: Tensor) -> Te
             f"`X` must hold q + S = {q + S} points for the one-shot KG, got "
             f"{X.shape[-2]}."
         )
-    f = model.model(model.to_model_space(X))
+    # diag=False: the posterior covariances between the points also in train
+    # mode (see expected_log_utility).
+    f = model.model(model.to_model_space(X), diag=False)
     noise = model.likelihood.noise.squeeze(-1)
     return one_shot_fantasy_means(
         f.mean, f.lazy_covariance_matrix, base_samples, noise=noise

@@ -160,6 +160,24 @@ class TestEULBOSoftKG(BotorchTestCase):
             ref = torch.log(torch.nn.functional.softplus(want - best)).amax(-1).mean()
             self.assertAlmostEqual(val, ref.item(), places=5)
 
+    def test_more_points_than_inducing_points_in_train_mode(self):
+        # The joint phase runs in train mode, where GPyTorch's predictive
+        # distribution keeps the prior's covariances between the points when
+        # there are more of them than inducing points (q + S = 9 > m = 6),
+        # unless asked for the full covariance.
+        X, Y = _data()
+        model = EULBOModel(X, Y, num_inducing_points=6)
+        fit_elbo(model, FAST)
+        model.train()
+        gen = torch.Generator().manual_seed(7)
+        q, S = 2, 7
+        pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
+        eps = torch.randn(S, q, generator=gen, dtype=torch.double)
+        with torch.no_grad():
+            got = fantasy_means(model, pts.unsqueeze(0), eps).squeeze(0)
+            want = _dense_fantasy_means(model, pts, eps)
+        self.assertAllClose(got, want, atol=1e-5, rtol=1e-5)
+
     def test_gradients_reach_variational_parameters(self):
         X, Y = _data()
         model = EULBOModel(X, Y, num_inducing_points=12)
@@ -256,6 +274,29 @@ class TestExpectedLogUtility(BotorchTestCase):
                 bool(((got.double() - ref).abs() <= tol).all()),
                 f"{(got.double() - ref).abs() / tol} (differences / tolerance)",
             )
+
+    def test_q_batch_above_the_inducing_points_in_train_mode(self):
+        # q = 8 candidates, m = 5 inducing points: the utility's joint
+        # covariance must be q(f)'s in train mode (the joint phase) as in eval
+        # mode; with the prior's off-diagonal entries it was wrong and often
+        # indefinite.
+        for dtype in (torch.float, torch.double):
+            X, Y = (t.to(self.device) for t in _data(dtype=dtype))
+            model = EULBOModel(X, Y, num_inducing_points=5)
+            fit_elbo(model, FAST)
+            tkw = {"dtype": dtype, "device": self.device}
+            gen = torch.Generator().manual_seed(3)
+            Xq = torch.rand(4, 8, 2, generator=gen, dtype=torch.double).to(**tkw)
+            base = torch.randn(64, 8, generator=gen, dtype=torch.double).to(**tkw)
+            values = {}
+            for mode in ("eval", "train"):
+                getattr(model, mode)()
+                with torch.no_grad():
+                    values[mode] = EULBO().expected_log_utility(
+                        model, Xq, base_samples=base
+                    )
+            eps = torch.finfo(dtype).eps
+            self.assertAllClose(values["train"], values["eval"], atol=1e4 * eps, rtol=0)
 
     def test_the_number_of_quadrature_points_is_used(self):
         # Two-point Gauss-Hermite: E g(z) = (g(-1) + g(1)) / 2 for z ~ N(0, 1).
