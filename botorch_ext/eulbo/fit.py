@@ -29,6 +29,7 @@ References:
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor
@@ -170,12 +171,34 @@ def fit_elbo(
     Raises:
         RuntimeError: If the ELBO becomes non-finite during an Adam fit (the
             model is then back at the state the fit started from).
+        TypeError: If ``model``, ``options`` or ``objective`` is of the wrong
+            class.
+        ValueError: For a ``seed`` that is not a non-negative integer or a
+            setting out of range.
     """
     options = EULBOOptions() if options is None else options
     objective = EULBO() if objective is None else objective
+    check_model_and_seed(model, seed)
     check_settings(options, objective)
     with preserved_global_rng(model.train_X_full):
         return _fit_elbo(model, options, objective, seed)
+
+
+def check_model_and_seed(model: EULBOModel, seed: int) -> None:
+    r"""Check the model and the seed of a fit or an EULBO search.
+
+    Args:
+        model: The model to fit.
+        seed: The seed of its minibatches and samples.
+
+    Raises:
+        TypeError: If ``model`` is not an ``EULBOModel``.
+        ValueError: If ``seed`` is not a non-negative integer.
+    """
+    if not isinstance(model, EULBOModel):
+        raise TypeError(f"`model` must be an EULBOModel, got {type(model).__name__}.")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"`seed` must be a non-negative integer, got {seed!r}.")
 
 
 def check_settings(options: EULBOOptions, objective: EULBO) -> None:

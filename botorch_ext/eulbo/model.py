@@ -71,7 +71,7 @@ from botorch_ext.eulbo.state import (
     transform_training_data,
 )
 from botorch_ext.kernels.utils import kernel_lengthscale
-from botorch_ext.validation import check_positive_int
+from botorch_ext.validation import check_no_nan_inputs, check_positive_int
 
 #: Blocks of ``w`` (``EULBOModel.parameter_blocks``; the joint EULBO phase can
 #: refine any of them, ``JointOptions.parameters``, Figure 3 of [Maus2024eulbo]_).
@@ -201,9 +201,11 @@ class EULBOModel(SingleTaskVariationalGP):
                 data set, then frozen) and undone by ``posterior``; a
                 ``Standardize(m=1)`` if omitted. Ax passes one to every model.
             input_transform: Applied to every input (training data, inducing
-                point allocation, candidates); it is used in eval mode so that
-                minibatches cannot re-learn it (pass fixed bounds to
-                ``Normalize``, as Ax does).
+                point allocation, candidates). Given in train mode (a new
+                transform, e.g. ``Normalize(d=d)``), it learns its coefficients
+                once on ``train_X``, as BoTorch's models do; it is then used in
+                eval mode, so that minibatches cannot re-learn it. Given in eval
+                mode (a fitted model's), it is used as it is.
             covar_module: The SVGP's kernel, used as is (give its constraints
                 transforms, as GPyTorch's defaults have: the Adam fits step
                 through untransformed bounds). If omitted, the previous
@@ -562,7 +564,11 @@ class EULBOModel(SingleTaskVariationalGP):
 
         Returns:
             A ``GPyTorchPosterior`` (or the ``posterior_transform``'s result).
+
+        Raises:
+            ValueError: If ``X`` has a NaN or infinite entry.
         """
+        check_no_nan_inputs(X)
         gaussian = isinstance(self.likelihood, GaussianLikelihood)
         if (
             output_indices is not None

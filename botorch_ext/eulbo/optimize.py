@@ -43,7 +43,7 @@ from botorch.optim.optimize import optimize_acqf
 from botorch.posteriors.posterior import Posterior
 from torch import Tensor
 
-from botorch_ext.eulbo.fit import check_settings, fit_elbo
+from botorch_ext.eulbo.fit import check_model_and_seed, check_settings, fit_elbo
 from botorch_ext.eulbo.joint import JointProblem, lbfgs_joint_phase
 from botorch_ext.eulbo.joint_adam import adam_joint_phase
 from botorch_ext.eulbo.joint_epochs import epoch_joint_phase
@@ -137,12 +137,17 @@ def optimize_eulbo(
         options.stopping.check_size``).
 
     Raises:
-        TypeError: If ``options`` or ``objective`` is of the wrong class.
-        ValueError: For bad ``bounds``, ``q``, ``utility`` or settings, before
-            anything is fitted (also with ``refit=False``).
+        TypeError: If ``model``, ``options``, ``objective`` or ``refit`` is of
+            the wrong class.
+        ValueError: For bad ``bounds``, ``q``, ``utility``, ``seed`` or settings,
+            before anything is fitted (also with ``refit=False``).
     """
     options = EULBOOptions() if options is None else options
     objective = EULBO() if objective is None else objective
+    check_model_and_seed(model, seed)
+    if not isinstance(refit, bool):
+        # Settings given by position land here (the sixth argument).
+        raise TypeError(f"`refit` must be a bool, got {type(refit).__name__}.")
     with preserved_global_rng(model.train_X_full):
         return _optimize_eulbo(
             model, bounds, q, utility, seed, refit, options, objective
@@ -267,16 +272,25 @@ def warm_start(
         stream is left as it was.
 
     Raises:
-        TypeError: If ``options`` or ``objective`` is of the wrong class.
-        ValueError: If a setting is out of range.
+        TypeError: If ``model``, ``options`` or ``objective`` is of the wrong
+            class.
+        ValueError: For bad ``bounds``, ``q``, ``utility`` or ``seed``, missing
+            ``base_samples`` for ``"kg"``, or a setting out of range.
     """
     options = EULBOOptions() if options is None else options
     objective = EULBO() if objective is None else objective
+    check_model_and_seed(model, seed)
     check_settings(options, objective)
+    check_bounds("bounds", bounds, model.train_X_full.shape[-1])
+    check_positive_int("q", q)
+    if utility not in UTILITIES:
+        raise ValueError(f"unknown utility {utility!r}; choose from {UTILITIES}")
+    if utility == "kg" and base_samples is None:
+        raise ValueError("`base_samples` (S x q) are required for utility='kg'.")
     settings = options.warm_start
     acqf: qLogSoftKGModelScale | qLogExpectedImprovement | qExpectedImprovement
     if utility == "kg":
-        assert base_samples is not None  # required for "kg" (see Args)
+        assert base_samples is not None  # checked above
         acqf = qLogSoftKGModelScale(model, base_samples, objective.best_f(model))
         n_points = acqf.get_augmented_q_batch_size(q)
     else:

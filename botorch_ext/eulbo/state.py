@@ -168,10 +168,13 @@ def transform_training_data(
     input_transform: InputTransform | None,
     outcome_transform: OutcomeTransform | None,
 ) -> tuple[Tensor, OutcomeTransform, Tensor]:
-    r"""Apply the input transform (eval mode) and train the outcome transform once.
+    r"""Train the transforms once on the whole data set, then apply them frozen.
 
     Outcomes are standardized once, on the whole data set, before minibatch
-    training: a minibatch must not re-learn the transform.
+    training: a minibatch must not re-learn the transform. An input transform
+    given in train mode (a new one, e.g. ``Normalize(d)`` without bounds) learns
+    its coefficients once on ``train_X`` the same way; one given in eval mode
+    (e.g. a fitted model's, carried to the next step) is used as it is.
 
     Example:
         >>> model_X, transform, Y_std = transform_training_data(X, Y, None, None)
@@ -179,7 +182,8 @@ def transform_training_data(
     Args:
         train_X: ``n x d`` inputs.
         train_Y: ``n x 1`` outcomes.
-        input_transform: Applied in eval mode, or None.
+        input_transform: Trained on ``train_X`` if in train mode, then applied
+            in eval mode; or None.
         outcome_transform: Trained on ``train_Y`` then frozen; a
             ``Standardize(m=1)`` if None.
 
@@ -187,8 +191,10 @@ def transform_training_data(
         ``(model_X, outcome_transform, Y_std)``.
     """
     if input_transform is not None:
-        input_transform.eval()
         with torch.no_grad():
+            if input_transform.training:
+                input_transform(train_X)  # learns where it learns, in train mode
+            input_transform.eval()
             model_X = input_transform(train_X)
     else:
         model_X = train_X

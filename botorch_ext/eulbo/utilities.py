@@ -43,7 +43,11 @@ from botorch_ext.acquisition.soft_kg import (
     one_shot_fantasy_means,
     qLogSoftKG,
 )
-from botorch_ext.validation import check_positive, check_positive_int
+from botorch_ext.validation import (
+    check_no_nan_inputs,
+    check_positive,
+    check_positive_int,
+)
 
 #: Gauss-Hermite points used by the paper (its Table 1).
 DEFAULT_NUM_QUADRATURE_POINTS = 20
@@ -199,7 +203,14 @@ def expected_log_utility(
 
     Returns:
         A ``batch_shape`` tensor.
+
+    Raises:
+        ValueError: For an unknown ``utility``, NaN or infinite ``X``, or
+            missing ``base_samples``.
     """
+    if utility not in ("ei", "kg"):
+        raise ValueError(f"`utility` must be 'ei' or 'kg', got {utility!r}.")
+    check_no_nan_inputs(X)
     if utility == "kg":
         if base_samples is None:
             raise ValueError("`base_samples` are required for utility='kg'.")

@@ -466,6 +466,14 @@ def fit_fully_bayesian_model_sgmcmc(
             stacklevel=2,
         )
         draws = posterior.initial_point().unsqueeze(0)
+    elif draws.shape[0] < num_samples:
+        warnings.warn(
+            f"The winning MAMBA arm kept {draws.shape[0]} draws in its last round; "
+            f"loading them as {num_samples} samples repeats some. Raise `budget` "
+            "or lower `thin` for distinct draws.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     idx = torch.linspace(0, draws.shape[0] - 1, num_samples).round().long()
     model.load_hyperparameter_samples(posterior.unpack(draws[idx]))
     return result

@@ -438,6 +438,23 @@ class TestFittingAndCarriedState(BotorchTestCase):
             self.assertTrue(nxt.carried_state)
             self.assertAllClose(nxt.train_X_full, X)
 
+    def test_a_new_learnable_input_transform_learns_once(self):
+        # Normalize without bounds, as in BoTorch's tutorials: it used to be put
+        # in eval mode before it had learned anything, i.e. left as the identity.
+        for dtype in (torch.float, torch.double):
+            X, Y = _data(n=30, dtype=dtype)
+            X_raw = 100.0 * X - 7.0
+            model = EULBOModel(X_raw, Y, input_transform=Normalize(d=2))
+            lo, hi = X_raw.min(0).values, X_raw.max(0).values
+            self.assertAllClose(model.train_X_full, (X_raw - lo) / (hi - lo))
+            self.assertFalse(model.input_transform.training)  # frozen afterwards
+            # Carried to the next step (in eval mode), it is kept as learned,
+            # although the new points lie outside the first ones' range.
+            X_next = torch.cat([X_raw, X_raw[:1] + 500.0])
+            Y_next = torch.cat([Y, Y[:1]])
+            nxt = model.carry_over(X_next, Y_next)
+            self.assertAllClose(nxt.train_X_full[:30], model.train_X_full)
+
 
 class TestAxAskTell(BotorchTestCase):
     def test_ask_tell_loop_with_attach_trial(self):

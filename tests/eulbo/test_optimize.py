@@ -214,6 +214,64 @@ class TestOptimizeEULBO(BotorchTestCase):
         with self.assertRaisesRegex(ValueError, "unknown utility 'pi'"):
             optimize_eulbo(model, good, utility="pi")
 
+    def test_bad_model_seed_refit_and_utility_name_the_argument(self):
+        from botorch.models import SingleTaskGP
+
+        X, Y = _data(dtype=torch.double)
+        X, Y = X.to(self.device), Y.to(self.device)
+        model = EULBOModel(X, Y, num_inducing_points=10)
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).to(X)
+        exact = SingleTaskGP(X, Y)
+        for call in (
+            lambda: optimize_eulbo(exact, bounds),
+            lambda: fit_elbo(exact),
+            lambda: warm_start(exact, bounds, q=1, seed=0),
+        ):
+            with self.assertRaisesRegex(TypeError, "`model` must be an EULBOModel"):
+                call()
+        for seed in (None, -1, 0.5):
+            with self.assertRaisesRegex(ValueError, "`seed` must be a non-negative"):
+                optimize_eulbo(model, bounds, seed=seed)
+            with self.assertRaisesRegex(ValueError, "`seed` must be a non-negative"):
+                fit_elbo(model, seed=seed)
+        # Settings passed by position land in `refit` (they used to be ignored).
+        with self.assertRaisesRegex(TypeError, "`refit` must be a bool"):
+            optimize_eulbo(model, bounds, 1, "ei", 0, EULBOOptions.table1())
+        # warm_start's own checks: "KG" used to run EI, and "kg" without its
+        # draws failed on an assert.
+        with self.assertRaisesRegex(ValueError, "unknown utility 'KG'"):
+            warm_start(model, bounds, q=1, seed=0, utility="KG")
+        with self.assertRaisesRegex(ValueError, "`base_samples`.*'kg'"):
+            warm_start(model, bounds, q=1, seed=0, utility="kg")
+        with self.assertRaisesRegex(ValueError, "`q`"):
+            warm_start(model, bounds, q=0, seed=0)
+        with self.assertRaisesRegex(ValueError, "bounds"):
+            warm_start(model, torch.zeros(2, 3).to(X), q=1, seed=0)
+        # The objective and the posterior refuse non-finite candidates (they
+        # gave NaN) and the objective an unknown utility (it ran EI).
+        bad = torch.tensor([[float("nan"), 0.5]]).to(X)
+        with self.assertRaisesRegex(ValueError, "`X` contains NaN"):
+            model.posterior(bad)
+        with self.assertRaisesRegex(ValueError, "`X` contains NaN"):
+            EULBO()(model, bad)
+        with self.assertRaisesRegex(ValueError, "`utility` must be 'ei' or 'kg'"):
+            EULBO()(model, X[:1], utility="pi")
+
+    def test_a_batch_larger_than_the_inducing_points(self):
+        # q = 10 candidates and 8 inducing points (all 8 data points): the q x q
+        # utility covariance of the joint phase used to be wrong in train mode
+        # and failed to factorize.
+        X, Y = _data(n=8, dtype=torch.double)
+        X, Y = X.to(self.device), Y.to(self.device)
+        model = EULBOModel(X, Y)
+        bounds = torch.stack([torch.zeros(2), torch.ones(2)]).to(X)
+        cand, value = optimize_eulbo(model, bounds, q=10, options=FAST)
+        self.assertEqual(cand.shape, (10, 2))
+        self.assertTrue(bool(torch.isfinite(value)))
+        self.assertGreaterEqual(
+            value.item(), model.last_optimization["warm_start_value"] - 1e-9
+        )
+
     def test_bad_settings_are_refused_before_anything_runs(self):
         # Also without the refit, which used to be the only place they were
         # checked: a misspelt joint optimizer ran the Adam phase.

@@ -1,6 +1,7 @@
 import copy
 import dataclasses
 import math
+import warnings
 from unittest import mock
 
 import torch
@@ -353,6 +354,21 @@ class TestFullyBayesianModel(BotorchTestCase):
         self.assertEqual(ls.shape, torch.Size([6, 1, 2]))
         self.assertGreater(float(ls.std(0).max()), 0.0)
         self.assertTrue(math.isfinite(result.metric))
+
+    def test_fewer_draws_than_samples_warns(self):
+        # budget 30 steps, thinned by 10 (three rounds): the winner keeps fewer
+        # draws than the 16 asked for, which are then repeated.
+        X, Y = data(n=20)
+        model = SGMCMCFullyBayesianSingleTaskGP(X, Y, outcome_transform=Standardize(1))
+        with self.assertWarnsRegex(RuntimeWarning, "as 16 samples repeats some"):
+            result = fast_fit(model, num_samples=16, budget=30)
+        self.assertLess(result.samples.shape[0], 16)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            model = SGMCMCFullyBayesianSingleTaskGP(
+                X, Y, outcome_transform=Standardize(1)
+            )
+            fast_fit(model, num_samples=result.samples.shape[0], budget=30)
 
     def test_every_arm_diverged_loads_the_map_as_the_only_draw(self):
         # MAMBA returning no samples (every arm diverged): a warning, and every
