@@ -228,6 +228,11 @@ class TestMSweepResume(unittest.TestCase):
 
             self.assertEqual([r["n_evals"] for r in rows(cut)], ["7", "9", "11"])
             self.assertEqual(rows(cut), rows(uncut))
+            # Each row holds the proposal's diagnostics (they were read from the
+            # run object, which no longer carries them, and came out empty).
+            for row in rows(uncut):
+                for key in ("noise", "moved", "w_moved", "eulbo"):
+                    self.assertNotEqual(row[key], "", key)
             self.assertEqual(rows(f"{tmp}/plain.csv"), rows(uncut)[:2])
 
 

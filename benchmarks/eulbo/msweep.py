@@ -79,11 +79,12 @@ def run(args, method: str, m: int, seed: int, writer, handle, written=()) -> Non
     while X.shape[0] < args.budget:
         q = min(args.q, args.budget - X.shape[0])
         tic = time.perf_counter()
-        cand = step.propose(X, Y, problem.bounds, q, seed, options).candidates
+        proposal = step.propose(X, Y, problem.bounds, q, seed, options)
         seconds = time.perf_counter() - tic
+        cand = proposal.candidates
         X = torch.cat([X, cand])
         Y = torch.cat([Y, -problem(cand).unsqueeze(-1)])
-        diag = getattr(step, "diagnostics", {}) or {}
+        diag = proposal.diagnostics or {}
         row = {
             "problem": args.problem, "method": method, "m": m, "seed": seed,
             "n_evals": X.shape[0], "best_value": -Y.max().item(),
