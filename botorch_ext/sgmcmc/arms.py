@@ -139,7 +139,21 @@ def mamba_arms(
 
     Returns:
         A list of ``MambaArm``.
+
+    Raises:
+        ValueError: For a grid that is not a sequence (a single number), is
+            empty, or holds a value out of range.
     """
+    for name, grid in (
+        ("step_sizes", step_sizes),
+        ("batch_sizes", batch_sizes),
+        ("num_leapfrog_steps", num_leapfrog_steps),
+    ):
+        if grid is not None and not isinstance(grid, (Sequence, Tensor)):
+            raise ValueError(
+                f"`{name}` must be a sequence of values (a grid), got {grid!r}; "
+                f"for one value pass [{grid!r}]."
+            )
     if len(step_sizes) == 0 or len(batch_sizes) == 0:
         raise ValueError(
             f"The grid is empty: step_sizes={list(step_sizes)}, "

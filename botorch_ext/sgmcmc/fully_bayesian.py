@@ -447,7 +447,7 @@ def fit_fully_bayesian_model_sgmcmc(
         posterior.gradient,
         posterior.initial_point(),
         num_data=posterior.num_data,
-        step_sizes=list(step_sizes),
+        step_sizes=step_sizes,
         batch_sizes=[posterior.num_data],
         budget=budget,
         num_leapfrog_steps=num_leapfrog_steps,

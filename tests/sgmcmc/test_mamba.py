@@ -91,6 +91,16 @@ class TestMambaArms(BotorchTestCase):
             mamba_arms([1e-3], [0])
         with self.assertRaisesRegex(ValueError, "num_leapfrog_steps"):
             mamba_arms([1e-3], [10], [0])
+        # One number where a grid is asked for (it failed on len()).
+        with self.assertRaisesRegex(
+            ValueError, r"`step_sizes` must be a sequence.*\[0.001\]"
+        ):
+            mamba_arms(1e-3, [10])
+        with self.assertRaisesRegex(
+            ValueError, "`num_leapfrog_steps` must be a sequence"
+        ):
+            mamba_arms([1e-3], [10], 5)
+        self.assertEqual(len(mamba_arms(torch.tensor([1e-3, 1e-4]), [10])), 2)
 
 
 class TestMamba(BotorchTestCase):
