@@ -236,6 +236,34 @@ class TestMSweepResume(unittest.TestCase):
             self.assertEqual(rows(f"{tmp}/plain.csv"), rows(uncut)[:2])
 
 
+class TestCorrectedKGTables(unittest.TestCase):
+    def test_readme_tables_are_the_stored_rows_summary(self):
+        # The m = 25 soft-KG rerun: the README's two tables are msweep's
+        # Markdown summary of the stored (compacted) rows, as its command says.
+        import contextlib
+        import io
+
+        msweep = _msweep()
+        R = ROOT / "benchmarks" / "eulbo" / "results" / "msweep" / "kg-m25-corrected"
+        files = [
+            str(R / f"hartmann6-m25-{n}.csv") for n in ("elbo-300", "kg-a", "kg-b")
+        ]
+        files_300 = files + [str(R / f"hartmann6-m25-kg-300-{p}.csv") for p in "ab"]
+        readme = (ROOT / "benchmarks" / "eulbo" / "README.md").read_text()
+        section = readme.split('<a id="kg-m25-corrected"></a>', 1)[1]
+        for at, names in (("150", files), ("300", files_300)):
+            out = io.StringIO()
+            argv = ["msweep.py", "--markdown", "--at", at, "--summary", ",".join(names)]
+            with mock.patch("sys.argv", argv), contextlib.redirect_stdout(out):
+                msweep.main()
+            rows = [
+                r for r in out.getvalue().splitlines() if r.startswith("| hartmann6")
+            ]
+            self.assertEqual(len(rows), 2, at)
+            for row in rows:
+                self.assertIn(row, section, at)
+
+
 class TestMSweepSummary(unittest.TestCase):
     def test_markdown_table_against_statistics(self):
         # Every EULBO verdict number comes from this table: check its means,
