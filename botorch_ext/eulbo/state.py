@@ -88,7 +88,7 @@ class CarriedModel(Protocol):
 def check_training_data(train_X: Tensor, train_Y: Tensor) -> None:
     r"""Raise ``ValueError`` unless ``train_X`` is ``n x d`` and ``train_Y`` ``n x 1``.
 
-    Both must be finite.
+    Both must be finite floating-point tensors of one dtype.
 
     Example:
         >>> check_training_data(torch.rand(5, 2), torch.rand(5, 1))
@@ -97,6 +97,18 @@ def check_training_data(train_X: Tensor, train_Y: Tensor) -> None:
         train_X: Training inputs.
         train_Y: Training outcomes.
     """
+    for name, t in (("train_X", train_X), ("train_Y", train_Y)):
+        if not isinstance(t, Tensor) or not t.is_floating_point():
+            kind = t.dtype if isinstance(t, Tensor) else type(t).__name__
+            raise ValueError(
+                f"`{name}` must be a floating-point tensor (e.g. "
+                f"torch.as_tensor(..., dtype=torch.double)), got {kind}."
+            )
+    if train_X.dtype != train_Y.dtype:
+        raise ValueError(
+            f"`train_X` and `train_Y` must have one dtype, got {train_X.dtype} "
+            f"and {train_Y.dtype}."
+        )
     if train_X.dim() != 2 or train_Y.dim() != 2 or train_Y.shape[-1] != 1:
         raise ValueError(
             "`train_X` must be n x d and `train_Y` n x 1, got shapes "

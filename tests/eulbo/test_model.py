@@ -105,6 +105,16 @@ class TestEULBOModel(BotorchTestCase):
             EULBOModel(X, Yn)
         with self.assertRaisesRegex(ValueError, "rows"):
             EULBOModel(X, Y[:-1])
+        # NumPy arrays, integer outcomes and mixed dtypes (AttributeErrors and
+        # dtype errors deep in GPyTorch before).
+        with self.assertRaisesRegex(ValueError, "`train_X` must be a floating-point"):
+            EULBOModel(X.numpy(), Y)
+        with self.assertRaisesRegex(
+            ValueError, "`train_Y` must be a floating-point.*int64"
+        ):
+            EULBOModel(X, Y.round().long())
+        with self.assertRaisesRegex(ValueError, "one dtype, got torch.float32"):
+            EULBOModel(X.float(), Y)
         for bad_X, bad_Y, shapes in (
             (X[:, 0], Y, r"\(40,\) and \(40, 1\)"),
             (X, Y.expand(-1, 2), r"\(40, 2\) and \(40, 2\)"),
