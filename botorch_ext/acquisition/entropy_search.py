@@ -44,7 +44,10 @@ from torch.autograd.function import once_differentiable
 
 from botorch_ext.acquisition import representer_points
 from botorch_ext.acquisition.probability_of_improvement import DEFAULT_TAU
-from botorch_ext.acquisition.representer_points import RELATIVE_JITTER
+from botorch_ext.acquisition.representer_points import (
+    RELATIVE_JITTER,
+    training_inputs,
+)
 from botorch_ext.validation import (
     check_finite,
     check_no_nan_inputs,
@@ -220,7 +223,7 @@ class qES(MCAcquisitionFunction):
         check_no_nan_inputs(X)
         # Candidates of another floating dtype than the model's (float32 bounds
         # given to optimize_acqf for a float64 model) are computed in the model's.
-        train_X = _training_inputs(self.model)
+        train_X = training_inputs(self.model)
         if train_X is not None and train_X.is_floating_point():
             X = X.to(train_X.dtype)
         R = self.representer_points.to(X)
@@ -599,17 +602,9 @@ class _FactorizedPmaxEntropy(torch.autograd.Function):
         return g_a, g_d
 
 
-def _training_inputs(model: Model) -> Tensor | None:
-    r"""A model's first training input tensor, if it exposes one."""
-    train_inputs = getattr(model, "train_inputs", None)
-    if isinstance(train_inputs, tuple) and len(train_inputs) > 0:
-        return cast(Tensor, train_inputs[0])
-    return None
-
-
 def _model_input_dim(model: Model) -> int | None:
     r"""The input dimension of a model's training data, if it exposes one."""
-    train_X = _training_inputs(model)
+    train_X = training_inputs(model)
     return None if train_X is None else int(train_X.shape[-1])
 
 

@@ -116,7 +116,7 @@ def draw_representer_points(
     # The pool takes the dtype and device of the model's inputs, so that bounds
     # in torch's default float32 work with a float64 model.
     bounds = torch.as_tensor(bounds)
-    reference = X_baseline if X_baseline is not None else _training_inputs(model)
+    reference = X_baseline if X_baseline is not None else training_inputs(model)
     if reference is not None and reference.is_floating_point():
         bounds = bounds.to(reference)
     elif not bounds.is_floating_point():
@@ -179,8 +179,15 @@ def _check_arguments(
     return num_candidates
 
 
-def _training_inputs(model: Model) -> Tensor | None:
-    r"""The model's first training input tensor, if it exposes one."""
+def training_inputs(model: Model) -> Tensor | None:
+    r"""A model's first training input tensor, if it exposes one (``train_inputs``).
+
+    Args:
+        model: Any BoTorch model.
+
+    Returns:
+        ``model.train_inputs[0]``, or None for a model without training inputs.
+    """
     train_inputs = getattr(model, "train_inputs", None)
     if isinstance(train_inputs, tuple) and len(train_inputs) > 0:
         return cast(Tensor, train_inputs[0])

@@ -142,11 +142,20 @@ def _dense_fantasy_means(model, X, eps):
 
 class TestEULBOSoftKG(BotorchTestCase):
     def test_fantasy_means_against_dense_conditioning(self):
+        # Eval mode, and train mode (the joint phase's) with more points than
+        # inducing points (q + S = 9 > m = 6), where GPyTorch's predictive
+        # distribution keeps the prior's covariances between the points unless
+        # asked for the full covariance.
         X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=12)
-        fit_elbo(model, FAST)
         gen = torch.Generator().manual_seed(5)
-        for q, S in ((1, 4), (3, 5)):
+        for m, mode, q, S in (
+            (12, "eval", 1, 4),
+            (12, "eval", 3, 5),
+            (6, "train", 2, 7),
+        ):
+            model = EULBOModel(X, Y, num_inducing_points=m)
+            fit_elbo(model, FAST)
+            getattr(model, mode)()
             pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
             eps = torch.randn(S, q, generator=gen, dtype=torch.double)
             with torch.no_grad():
@@ -159,24 +168,6 @@ class TestEULBOSoftKG(BotorchTestCase):
                 val = soft_kg_log_utility(model, pts.unsqueeze(0), eps, best).item()
             ref = torch.log(torch.nn.functional.softplus(want - best)).amax(-1).mean()
             self.assertAlmostEqual(val, ref.item(), places=5)
-
-    def test_more_points_than_inducing_points_in_train_mode(self):
-        # The joint phase runs in train mode, where GPyTorch's predictive
-        # distribution keeps the prior's covariances between the points when
-        # there are more of them than inducing points (q + S = 9 > m = 6),
-        # unless asked for the full covariance.
-        X, Y = _data()
-        model = EULBOModel(X, Y, num_inducing_points=6)
-        fit_elbo(model, FAST)
-        model.train()
-        gen = torch.Generator().manual_seed(7)
-        q, S = 2, 7
-        pts = torch.rand(q + S, 2, generator=gen, dtype=torch.double)
-        eps = torch.randn(S, q, generator=gen, dtype=torch.double)
-        with torch.no_grad():
-            got = fantasy_means(model, pts.unsqueeze(0), eps).squeeze(0)
-            want = _dense_fantasy_means(model, pts, eps)
-        self.assertAllClose(got, want, atol=1e-5, rtol=1e-5)
 
     def test_gradients_reach_variational_parameters(self):
         X, Y = _data()

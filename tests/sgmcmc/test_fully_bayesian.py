@@ -44,6 +44,23 @@ def fast_fit(model, **kwargs):
     return fit_fully_bayesian_model_sgmcmc(model, **{**base, **kwargs})
 
 
+def _likelihood_at_fixed_values(model):
+    r"""GPyTorch's log marginal likelihood (summed over the 12 points) of a copy
+    of ``model`` at noise ``1e-4 + e^-3``, constant 0.2 and lengthscales
+    ``0.025 + e^(-0.5, 0.3)``, plus the log-Jacobians of those ``lo + exp(z)``
+    maps (``z = -3, -0.5, 0.3``)."""
+    ref = copy.deepcopy(model)
+    with torch.no_grad():
+        ref.likelihood.noise_covar.raw_noise.fill_(1e-4 + math.exp(-3.0))
+        ref.mean_module.raw_constant.fill_(0.2)
+        ref.covar_module.raw_lengthscale.copy_(
+            2.5e-2 + torch.tensor([[-0.5, 0.3]]).exp()
+        )
+    ref.train()
+    mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
+    return mll(ref(*ref.train_inputs), ref.train_targets) * 12 + (-3.0 - 0.5 + 0.3)
+
+
 class TestHyperparameterPosterior(BotorchTestCase):
     def test_log_density_against_direct_computation(self):
         X, Y = data()
@@ -56,18 +73,8 @@ class TestHyperparameterPosterior(BotorchTestCase):
         self.assertEqual(kinds["mean_module.raw_constant"], "free")
         z = torch.tensor([-3.0, 0.2, -0.5, 0.3], dtype=torch.float64)
         # Directly: write the raw values into a copy, evaluate GPyTorch's MLL.
-        ref = copy.deepcopy(model)
-        with torch.no_grad():
-            ref.likelihood.noise_covar.raw_noise.fill_(1e-4 + math.exp(-3.0))
-            ref.mean_module.raw_constant.fill_(0.2)
-            ref.covar_module.raw_lengthscale.copy_(
-                2.5e-2 + torch.tensor([[-0.5, 0.3]]).exp()
-            )
-        ref.train()
-        mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
         expected = (
-            mll(ref(*ref.train_inputs), ref.train_targets) * 12
-            + (-3.0 - 0.5 + 0.3)  # log-Jacobians of lo + exp(z)
+            _likelihood_at_fixed_values(model)
             - 0.5 * (0.2 / RAW_PRIOR_SCALE) ** 2  # the mean has no prior
         )
         before = {k: v.detach().clone() for k, v in model.named_parameters()}
@@ -97,18 +104,8 @@ class TestHyperparameterPosterior(BotorchTestCase):
             "covar_module.raw_lengthscale": [-0.5, 0.3],
         }
         z = torch.tensor(sum((values[n] for n in order), []), dtype=torch.float64)
-        ref = copy.deepcopy(model)
-        with torch.no_grad():
-            ref.likelihood.noise_covar.raw_noise.fill_(1e-4 + math.exp(-3.0))
-            ref.mean_module.raw_constant.fill_(0.2)
-            ref.covar_module.raw_lengthscale.copy_(
-                2.5e-2 + torch.tensor([[-0.5, 0.3]]).exp()
-            )
-        ref.train()
-        mll = ExactMarginalLogLikelihood(ref.likelihood, ref)
         expected = (
-            mll(ref(*ref.train_inputs), ref.train_targets) * 12
-            + (-3.0 - 0.5 + 0.3)  # log-Jacobians of lo + exp(z)
+            _likelihood_at_fixed_values(model)
             - 0.5 * (0.2**2 + 0.5**2 + 0.3**2) / RAW_PRIOR_SCALE**2
         )
         self.assertAllClose(post.log_density(z), expected.detach())
