@@ -21,6 +21,7 @@ References:
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import torch
@@ -77,7 +78,14 @@ class TurboState:
             )
         check_positive_int("failure_tolerance", self.failure_tolerance)
         best = self.best_value
-        if not isinstance(best, (int, float)) or math.isnan(best) or best == math.inf:
+        if isinstance(best, Tensor) and best.numel() == 1:
+            best = self.best_value = float(best)  # e.g. Y.max()
+        if (
+            isinstance(best, bool)
+            or not isinstance(best, numbers.Real)
+            or math.isnan(best)
+            or best == math.inf
+        ):
             raise ValueError(
                 "`best_value` must be a finite number or -inf (nothing seen yet), "
                 f"got {best!r}."

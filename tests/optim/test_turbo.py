@@ -105,6 +105,9 @@ class TestTurboState(BotorchTestCase):
             with self.assertRaisesRegex(ValueError, "`best_value`.*got"):
                 TurboState(dim=2, best_value=bad)
         self.assertEqual(TurboState(dim=2, best_value=-math.inf).best_value, -math.inf)
+        from_tensor = TurboState(dim=2, best_value=torch.tensor(1.5, **tkw))
+        self.assertEqual(from_tensor.best_value, 1.5)  # Y.max() works, as a float
+        self.assertIs(type(from_tensor.best_value), float)
         s = TurboState(dim=2)
         with self.assertRaisesRegex(ValueError, "without NaN or \\+inf"):
             s.update(torch.tensor([math.inf], **tkw))
